@@ -1,0 +1,3 @@
+from leasehold.cli import main
+
+main()

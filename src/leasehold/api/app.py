@@ -1,0 +1,66 @@
+"""The coordinator application: create_app wires settings, store, service and reaper."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from leasehold.api.errors import install_error_handlers
+from leasehold.api.limits import BodyLimit
+from leasehold.api.routes import router
+from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.clock import Clock
+from leasehold.core.reaper import Reaper
+from leasehold.core.service import JobService
+from leasehold.settings import CoordinatorSettings
+from leasehold.store.base import Store
+from leasehold.store.open import open_store
+
+
+def create_app(
+    settings: CoordinatorSettings,
+    *,
+    store: Store | None = None,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+) -> FastAPI:
+    """A coordinator app. The store is opened and the reaper started by its lifespan."""
+    store = store or open_store(
+        settings.database_url, clock=clock, synchronous=settings.sqlite_synchronous
+    )
+    service = JobService(
+        store,
+        backoff=BackoffPolicy(settings.retry_base_seconds, settings.retry_max_seconds),
+        rng=rng,
+    )
+    reaper = Reaper(service, settings.reap_interval_seconds)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await store.open()
+        task = asyncio.create_task(reaper.run(), name="leasehold-reaper")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await store.close()
+
+    app = FastAPI(
+        title="leasehold",
+        summary="A distributed job queue with fenced leases",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.state.settings = settings
+    app.state.service = service
+    app.state.reaper = reaper
+    install_error_handlers(app)
+    app.include_router(router)
+    return app

@@ -1,0 +1,110 @@
+"""Errors to HTTP answers, in one table. Routes raise; they never build error bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from leasehold.errors import (
+    Conflict,
+    InvalidRequest,
+    JobNotFound,
+    LeaseholdError,
+    PayloadTooLarge,
+    Unavailable,
+    UnsupportedMediaType,
+)
+
+log = structlog.get_logger("leasehold")
+
+STATUS_CODES: dict[type[LeaseholdError], int] = {
+    JobNotFound: 404,
+    Conflict: 409,
+    InvalidRequest: 422,
+    PayloadTooLarge: 413,
+    UnsupportedMediaType: 415,
+    Unavailable: 503,
+}
+
+_HTTP_CODES = {
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def status_code_of(error: LeaseholdError) -> int:
+    for cls in type(error).__mro__:
+        if cls in STATUS_CODES:
+            return STATUS_CODES[cls]
+    return 500
+
+
+def error_body(
+    code: str, message: str, detail: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": code, "message": message}
+    if detail is not None:
+        body["detail"] = detail
+    return body
+
+
+def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
+    # Only where and what: the offending input is left out, so no payload or secret is echoed.
+    return [
+        {
+            "loc": [str(part) for part in e.get("loc", ())],
+            "msg": e.get("msg"),
+            "type": e.get("type"),
+        }
+        for e in exc.errors()
+    ]
+
+
+async def _on_leasehold_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LeaseholdError)
+    return JSONResponse(error_body(exc.code, exc.message), status_code=status_code_of(exc))
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    detail = _validation_detail(exc)
+    if any(d["type"] == "json_invalid" for d in detail):
+        return JSONResponse(
+            error_body(
+                "invalid_json",
+                "the request body is not valid JSON (NaN and Infinity are not JSON)",
+                detail,
+            ),
+            status_code=422,
+        )
+    summary = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in detail)
+    return JSONResponse(
+        error_body("validation_error", f"invalid request: {summary}", detail), status_code=422
+    )
+
+
+async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    return JSONResponse(
+        error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+    )
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("request.error", method=request.method, path=request.url.path)
+    return JSONResponse(error_body("internal", "internal error"), status_code=500)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(LeaseholdError, _on_leasehold_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(HTTPException, _on_http_error)
+    app.add_exception_handler(Exception, _on_unexpected)

@@ -1,0 +1,171 @@
+"""Thin HTTP handlers: parse, call the JobService, serialise. No rules, no SQL."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request, Response
+
+from leasehold.api.body import StrictJSONRoute
+from leasehold.api.schemas import (
+    AttemptList,
+    AttemptOut,
+    BulkRequeueRequest,
+    CompleteRequest,
+    EnqueueRequest,
+    ErrorOut,
+    FailRequest,
+    Health,
+    IdempotencyKey,
+    JobOut,
+    JobPage,
+    LeaseOut,
+    LeaseRequest,
+    ReleaseRequest,
+    RenewRequest,
+    RequeueCount,
+)
+from leasehold.core.service import Enqueue, JobService
+from leasehold.errors import IdempotencyConflict, InvalidRequest, JobNotFound
+from leasehold.model import JobStatus
+from leasehold.store.base import DeadFilter, JobFilter
+
+router = APIRouter(route_class=StrictJSONRoute)
+
+_ID = re.compile(r"[0-9]{1,18}")
+_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorOut} for code in (404, 409, 413, 422)
+}
+
+
+def service_of(request: Request) -> JobService:
+    service: JobService = request.app.state.service
+    return service
+
+
+def parse_job_id(raw: str) -> int:
+    """Ids are opaque to clients; anything that is not one of ours is simply not found."""
+    if not _ID.fullmatch(raw):
+        raise JobNotFound(f"no job has id {raw[:40]!r}")
+    return int(raw)
+
+
+@router.get("/health", response_model=Health)
+async def health() -> Health:
+    return Health(status="ok")
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=JobOut,
+    responses={200: {"model": JobOut, "description": "the key was used before"}, **_ERRORS},
+)
+async def enqueue(
+    body: EnqueueRequest,
+    request: Request,
+    response: Response,
+    idempotency_key: Annotated[IdempotencyKey | None, Header(alias="Idempotency-Key")] = None,
+) -> JobOut:
+    key = body.idempotency_key
+    if idempotency_key is not None:
+        if key is not None and key != idempotency_key:
+            raise IdempotencyConflict(
+                "the Idempotency-Key header and the body carry different keys"
+            )
+        key = idempotency_key
+    inserted = await service_of(request).enqueue(
+        Enqueue(body.kind, body.payload, body.max_attempts, body.run_after, key)
+    )
+    if not inserted.created:
+        response.status_code = 200
+    return JobOut.of(inserted.job)
+
+
+@router.post(
+    "/lease",
+    response_model=LeaseOut,
+    responses={204: {"description": "no job is available"}, **_ERRORS},
+)
+async def lease(body: LeaseRequest, request: Request) -> LeaseOut | Response:
+    service = service_of(request)
+    seconds = body.lease_seconds or request.app.state.settings.default_lease_seconds
+    jobs = await service.lease(
+        body.worker_id, seconds, body.kinds, max_jobs=1, wait_seconds=body.wait_seconds
+    )
+    if not jobs:
+        return Response(status_code=204)
+    return LeaseOut(job=JobOut.of(jobs[0]), token=jobs[0].lease_token)
+
+
+@router.get("/jobs", response_model=JobPage, responses=_ERRORS)
+async def list_jobs(
+    request: Request,
+    status: JobStatus | None = None,
+    kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JobPage:
+    after = None
+    if cursor is not None:
+        if not _ID.fullmatch(cursor):
+            raise InvalidRequest("cursor is not one this server issued")
+        after = int(cursor)
+    jobs = await service_of(request).list_jobs(JobFilter(status, kind, after, limit))
+    next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
+    return JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor)
+
+
+@router.post("/jobs/requeue", response_model=RequeueCount, responses=_ERRORS)
+async def requeue_dead(body: BulkRequeueRequest, request: Request) -> RequeueCount:
+    moved = await service_of(request).requeue_dead(
+        DeadFilter(body.kind, body.error_contains, body.limit)
+    )
+    return RequeueCount(requeued=moved)
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, responses=_ERRORS)
+async def get_job(job_id: str, request: Request) -> JobOut:
+    return JobOut.of(await service_of(request).get(parse_job_id(job_id)))
+
+
+@router.get("/jobs/{job_id}/attempts", response_model=AttemptList, responses=_ERRORS)
+async def job_attempts(job_id: str, request: Request) -> AttemptList:
+    jid = parse_job_id(job_id)
+    attempts = await service_of(request).attempts(jid)
+    return AttemptList(job_id=jid, attempts=[AttemptOut.of(a) for a in attempts])
+
+
+@router.post("/jobs/{job_id}/renew", response_model=JobOut, responses=_ERRORS)
+async def renew(job_id: str, body: RenewRequest, request: Request) -> JobOut:
+    job = await service_of(request).renew(parse_job_id(job_id), body.token, body.lease_seconds)
+    return JobOut.of(job)
+
+
+@router.post("/jobs/{job_id}/complete", response_model=JobOut, responses=_ERRORS)
+async def complete(job_id: str, body: CompleteRequest, request: Request) -> JobOut:
+    job = await service_of(request).complete(parse_job_id(job_id), body.token, body.result)
+    return JobOut.of(job)
+
+
+@router.post("/jobs/{job_id}/fail", response_model=JobOut, responses=_ERRORS)
+async def fail(job_id: str, body: FailRequest, request: Request) -> JobOut:
+    job = await service_of(request).fail(
+        parse_job_id(job_id),
+        body.token,
+        body.error,
+        retryable=body.retryable,
+        retry_after_seconds=body.retry_after_seconds,
+    )
+    return JobOut.of(job)
+
+
+@router.post("/jobs/{job_id}/release", response_model=JobOut, responses=_ERRORS)
+async def release(job_id: str, body: ReleaseRequest, request: Request) -> JobOut:
+    return JobOut.of(await service_of(request).release(parse_job_id(job_id), body.token))
+
+
+@router.post("/jobs/{job_id}/requeue", response_model=JobOut, responses=_ERRORS)
+async def requeue(job_id: str, request: Request) -> JobOut:
+    return JobOut.of(await service_of(request).requeue(parse_job_id(job_id)))

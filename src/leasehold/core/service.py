@@ -1,0 +1,297 @@
+"""JobService: the store, the rules and the clock put together. The API calls only this."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+
+import structlog
+
+from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.transitions import (
+    Outcome,
+    decide_complete,
+    decide_expire,
+    decide_fail,
+    decide_release,
+    decide_renew,
+    decide_requeue,
+    request_fingerprint,
+)
+from leasehold.errors import JobNotFound
+from leasehold.model import JSON, Attempt, Job
+from leasehold.store.base import (
+    DeadFilter,
+    Decide,
+    Inserted,
+    JobFilter,
+    LeaseRequest,
+    NewJob,
+    Store,
+)
+
+log = structlog.get_logger("leasehold")
+
+DEFAULT_MAX_ATTEMPTS = 5
+# While a long poll waits, it also looks again this often, for jobs whose run_after passes.
+_POLL_RECHECK_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """One enqueue request, as given (None means "not given")."""
+
+    kind: str
+    payload: JSON = None
+    max_attempts: int | None = None
+    run_after: datetime | None = None
+    idempotency_key: str | None = None
+
+    def new_job(self) -> NewJob:
+        return NewJob(
+            kind=self.kind,
+            payload=self.payload,
+            max_attempts=self.max_attempts or DEFAULT_MAX_ATTEMPTS,
+            run_after=self.run_after,
+            idempotency_key=self.idempotency_key,
+            request_hash=request_fingerprint(
+                self.kind, self.payload, self.max_attempts, self.run_after
+            ),
+        )
+
+
+class Wakeup:
+    """Wakes long-polling lessees when work may have become available."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, seconds: float) -> None:
+        """Until the next notify, or ``seconds`` at most."""
+        event = self._event
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)
+
+
+class JobService:
+    """The coordinator's operations. Rules come from core.transitions, storage from Store."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        backoff: BackoffPolicy | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.store = store
+        self.backoff = backoff or BackoffPolicy()
+        self.rng = rng or random.Random()
+        self.wakeup = Wakeup()
+
+    # -- producers ----------------------------------------------------------------------
+
+    async def enqueue(self, request: Enqueue) -> Inserted:
+        (inserted,) = await self.enqueue_many([request])
+        return inserted
+
+    async def enqueue_many(self, requests: Sequence[Enqueue]) -> list[Inserted]:
+        """All in one transaction: a conflicting idempotency key inserts none of them."""
+        inserted = await self.store.job_insert_many([r.new_job() for r in requests])
+        if any(i.created for i in inserted):
+            self.wakeup.notify()
+        for i in inserted:
+            if i.created:
+                log.info("job.enqueued", **_fields(i.job))
+        return inserted
+
+    # -- workers ------------------------------------------------------------------------
+
+    async def lease(
+        self,
+        worker_id: str,
+        lease_seconds: float,
+        kinds: Sequence[str] | None = None,
+        *,
+        max_jobs: int = 1,
+        wait_seconds: float = 0.0,
+    ) -> list[Job]:
+        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first."""
+        request = LeaseRequest(
+            worker_id, lease_seconds, tuple(kinds) if kinds is not None else None, max_jobs
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        while True:
+            jobs = await self.store.job_lease(request)
+            remaining = deadline - loop.time()
+            if jobs or remaining <= 0:
+                break
+            await self.wakeup.wait(min(remaining, _POLL_RECHECK_SECONDS))
+        for job in jobs:
+            log.info("job.leased", **_fields(job))
+        return jobs
+
+    async def renew(self, job_id: int, token: int, lease_seconds: float | None = None) -> Job:
+        return await self._decide(job_id, token, partial(_renew, token, lease_seconds))
+
+    async def complete(self, job_id: int, token: int, result: JSON = None) -> Job:
+        return await self._decide(job_id, token, partial(_complete, token, result))
+
+    async def fail(
+        self,
+        job_id: int,
+        token: int,
+        error: str,
+        *,
+        retryable: bool = True,
+        retry_after_seconds: float | None = None,
+    ) -> Job:
+        decide = partial(
+            _fail, token, error, retryable, self.backoff, self.rng, retry_after_seconds
+        )
+        return await self._decide(job_id, token, decide)
+
+    async def release(self, job_id: int, token: int) -> Job:
+        return await self._decide(job_id, token, partial(_release, token))
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def get(self, job_id: int) -> Job:
+        job = await self.store.job_get(job_id)
+        if job is None:
+            raise JobNotFound(f"no job has id {job_id}")
+        return job
+
+    async def list_jobs(self, query: JobFilter) -> list[Job]:
+        return await self.store.job_list(query)
+
+    async def attempts(self, job_id: int) -> list[Attempt]:
+        await self.get(job_id)
+        return await self.store.attempts_list(job_id)
+
+    # -- operators ----------------------------------------------------------------------
+
+    async def requeue(self, job_id: int) -> Job:
+        return await self._decide(job_id, None, _requeue)
+
+    async def requeue_dead(self, query: DeadFilter) -> int:
+        """Requeue the dead jobs matching the filter; how many moved."""
+        ids = await self.store.jobs_dead(query)
+        outcomes = await self.store.jobs_decide([(job_id, _requeue) for job_id in ids])
+        moved = sum(1 for o in outcomes if o is not None and o.changed)
+        if moved:
+            self.wakeup.notify()
+        log.info("jobs.requeued", count=moved)
+        return moved
+
+    async def reap(self, limit: int = 1000) -> int:
+        """Expire the leases that have run out; how many jobs were expired."""
+        expired = await self.store.jobs_expired(limit)
+        if not expired:
+            return 0
+        outcomes = await self.store.jobs_decide(
+            [(e.job_id, partial(_expire, e.token)) for e in expired]
+        )
+        reaped = [o for o in outcomes if o is not None and o.changed]
+        for outcome in reaped:
+            _log_outcome(outcome, outcome.job.lease_token)
+        if reaped:
+            self.wakeup.notify()
+        return len(reaped)
+
+    async def _decide(self, job_id: int, token: int | None, decide: Decide) -> Job:
+        (outcome,) = await self.store.jobs_decide([(job_id, decide)])
+        if outcome is None:
+            raise JobNotFound(f"no job has id {job_id}")
+        _log_outcome(outcome, token)
+        if outcome.error is not None:
+            raise outcome.error
+        if outcome.changed and outcome.job.status == "queued":
+            self.wakeup.notify()
+        return outcome.job
+
+
+# The store calls decide(job, now); these put the request's arguments in front.
+def _renew(token: int, lease_seconds: float | None, job: Job, now: datetime) -> Outcome:
+    return decide_renew(job, token, lease_seconds, now)
+
+
+def _complete(token: int, result: JSON, job: Job, now: datetime) -> Outcome:
+    return decide_complete(job, token, result, now)
+
+
+def _fail(
+    token: int,
+    error: str,
+    retryable: bool,
+    policy: BackoffPolicy,
+    rng: random.Random,
+    retry_after_seconds: float | None,
+    job: Job,
+    now: datetime,
+) -> Outcome:
+    return decide_fail(
+        job,
+        token,
+        error,
+        now,
+        retryable=retryable,
+        policy=policy,
+        rng=rng,
+        retry_after_seconds=retry_after_seconds,
+    )
+
+
+def _release(token: int, job: Job, now: datetime) -> Outcome:
+    return decide_release(job, token, now)
+
+
+def _expire(token: int, job: Job, now: datetime) -> Outcome:
+    return decide_expire(job, token, now)
+
+
+def _requeue(job: Job, now: datetime) -> Outcome:
+    return decide_requeue(job, now)
+
+
+def _fields(job: Job, token: int | None = None) -> dict[str, object]:
+    """The fields every log line about a job carries (never its payload)."""
+    return {
+        "job_id": job.id,
+        "kind": job.kind,
+        "attempt": job.attempts,
+        "worker_id": job.lease_owner,
+        "token": token if token is not None else job.lease_token,
+    }
+
+
+_EVENT_NAMES = {
+    "completed": "job.completed",
+    "failed": "job.failed",
+    "dead": "job.dead",
+    "lease_expired": "lease.expired",
+    "renewed": "job.renewed",
+    "released": "job.released",
+    "requeued": "job.requeued",
+    "stale_token": "token.stale",
+}
+
+
+def _log_outcome(outcome: Outcome, token: int | None) -> None:
+    fields = _fields(outcome.job, token)
+    if outcome.error is not None:
+        fields["error"] = outcome.error.code
+    for event in outcome.events:
+        level = "warning" if event in ("stale_token", "dead", "lease_expired") else "info"
+        if event == "renewed":
+            level = "debug"
+        getattr(log, level)(_EVENT_NAMES[event], **fields)

@@ -1,0 +1,217 @@
+"""Every rule about tokens, attempts, expiry, retries and dead jobs, decided in one place.
+
+Each ``decide_*`` function takes the job as stored, the request and ``now``, and returns an
+``Outcome``: the job as it should stand afterwards, whether that must be written, and the
+error to answer with, if any. They do no I/O; a store runs them inside its transaction and
+writes ``outcome.job`` guarded by the token and status it read (a compare-and-set), so the
+same rules hold on every backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import orjson
+
+from leasehold.core.backoff import BackoffPolicy, retry_delay
+from leasehold.errors import (
+    InvalidTransition,
+    LeaseExpired,
+    LeaseholdError,
+    ReportConflict,
+    StaleToken,
+)
+from leasehold.model import JSON, AttemptOutcome, Job, JobStatus, Report
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a rule decided about one job."""
+
+    job: Job
+    changed: bool = False
+    error: LeaseholdError | None = None
+    # Closes the history record of lease ``job.lease_token`` with this outcome.
+    attempt: AttemptOutcome | None = None
+    # Names of the totals to count (per kind), e.g. "completed", "dead", "stale_token".
+    events: tuple[str, ...] = field(default=())
+
+
+def _unchanged(job: Job) -> Outcome:
+    return Outcome(job)
+
+
+def _rejected(job: Job, error: LeaseholdError, *events: str) -> Outcome:
+    return Outcome(job, error=error, events=events)
+
+
+def fence(job: Job, token: int) -> StaleToken | None:
+    """The fencing check: only the job's newest lease token may speak for it.
+
+    A token of 0 was never issued (the first lease gets 1), nor was any token above the
+    current one; an older token has been superseded by a newer lease.
+    """
+    if job.lease_token == 0 or token != job.lease_token:
+        return StaleToken(
+            f"token {token} is not the current lease token of job {job.id} "
+            f"(current: {job.lease_token})"
+        )
+    if job.report is Report.REVOKED:
+        return StaleToken(f"the lease under token {token} was revoked by a requeue")
+    return None
+
+
+def lease_expiry(now: datetime, lease_seconds: float) -> datetime:
+    return now + timedelta(seconds=lease_seconds)
+
+
+def is_expired(job: Job, now: datetime) -> bool:
+    return job.lease_expires_at is None or job.lease_expires_at <= now
+
+
+def decide_renew(job: Job, token: int, lease_seconds: float | None, now: datetime) -> Outcome:
+    """Extend a live lease from now, by ``lease_seconds`` or the length it was granted for."""
+    stale = fence(job, token)
+    if stale:
+        return _rejected(job, stale, "stale_token")
+    if job.status is not JobStatus.RUNNING or job.report is not None:
+        return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+    if is_expired(job, now):
+        return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
+    seconds = lease_seconds if lease_seconds is not None else job.lease_seconds or 0.0
+    renewed = job.replace(lease_expires_at=lease_expiry(now, seconds), lease_seconds=seconds)
+    return Outcome(renewed, changed=True, events=("renewed",))
+
+
+def _check_report(job: Job, token: int, report: Report) -> Outcome | None:
+    """Shared fencing for complete / fail / release: None means "go ahead".
+
+    A report under the current token is accepted even after the lease expired, as long as
+    no newer lease was issued: fencing, not the lease's clock, decides who may write.
+    """
+    stale = fence(job, token)
+    if stale:
+        return _rejected(job, stale, "stale_token")
+    if job.report is report:
+        return _unchanged(job)  # a retried request: answer as before, change nothing
+    if job.report is not None:
+        return _rejected(
+            job,
+            ReportConflict(f"job {job.id} was already {job.report} under token {token}"),
+        )
+    return None
+
+
+def decide_complete(job: Job, token: int, result: JSON, now: datetime) -> Outcome:
+    """Record success. The first result under a token stays; repeats change nothing."""
+    verdict = _check_report(job, token, Report.COMPLETED)
+    if verdict:
+        return verdict
+    done = job.replace(
+        status=JobStatus.COMPLETED, result=result, report=Report.COMPLETED, finished_at=now
+    )
+    return Outcome(done, changed=True, attempt=AttemptOutcome.COMPLETED, events=("completed",))
+
+
+def decide_fail(
+    job: Job,
+    token: int,
+    error: str,
+    now: datetime,
+    *,
+    retryable: bool,
+    policy: BackoffPolicy,
+    rng: random.Random,
+    retry_after_seconds: float | None = None,
+) -> Outcome:
+    """Record failure: retry after a backoff, or dead when out of attempts or not retryable."""
+    verdict = _check_report(job, token, Report.FAILED)
+    if verdict:
+        return verdict
+    if not retryable or job.attempts >= job.max_attempts:
+        dead = job.replace(
+            status=JobStatus.DEAD, last_error=error, report=Report.FAILED, finished_at=now
+        )
+        return Outcome(dead, changed=True, attempt=AttemptOutcome.FAILED, events=("failed", "dead"))
+    delay = retry_delay(job.attempts, policy, rng, retry_after_seconds)
+    retry = job.replace(
+        status=JobStatus.QUEUED,
+        run_after=now + timedelta(seconds=delay),
+        last_error=error,
+        report=Report.FAILED,
+        lease_expires_at=None,
+    )
+    return Outcome(retry, changed=True, attempt=AttemptOutcome.FAILED, events=("failed",))
+
+
+def decide_release(job: Job, token: int, now: datetime) -> Outcome:
+    """Hand a leased job back unfinished (a worker shutting down): queued again at once.
+
+    A release gives back the attempt its lease counted, so a job handed back on its last
+    attempt is not lost to the dead list.
+    """
+    verdict = _check_report(job, token, Report.RELEASED)
+    if verdict:
+        return verdict
+    if job.status is not JobStatus.RUNNING:
+        return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+    back = job.replace(
+        status=JobStatus.QUEUED,
+        run_after=now,
+        attempts=max(job.attempts - 1, 0),
+        report=Report.RELEASED,
+        lease_expires_at=None,
+    )
+    return Outcome(back, changed=True, attempt=AttemptOutcome.RELEASED, events=("released",))
+
+
+def decide_expire(job: Job, token: int, now: datetime) -> Outcome:
+    """The reaper's compare-and-set: act only if the job is still running under ``token``
+    with its lease run out; anything newer (a renew, a report, a new lease) wins."""
+    if (
+        job.status is not JobStatus.RUNNING
+        or job.lease_token != token
+        or job.report is not None
+        or not is_expired(job, now)
+    ):
+        return _unchanged(job)
+    error = f"lease expired (token {token}, worker {job.lease_owner})"
+    if job.attempts >= job.max_attempts:
+        after = job.replace(status=JobStatus.DEAD, last_error=error, finished_at=now)
+        events: tuple[str, ...] = ("lease_expired", "dead")
+    else:
+        after = job.replace(status=JobStatus.QUEUED, run_after=now, last_error=error)
+        events = ("lease_expired",)
+    return Outcome(after, changed=True, attempt=AttemptOutcome.EXPIRED, events=events)
+
+
+def decide_requeue(job: Job, now: datetime) -> Outcome:
+    """An operator brings a dead job back: queued at once with its attempts reset.
+
+    The lease token is kept (the next lease gets the next one) and revoked, so a late
+    report from the last holder cannot finish the revived job.
+    """
+    if job.status is not JobStatus.DEAD:
+        return _rejected(
+            job, InvalidTransition(f"job {job.id} is {job.status}; only dead jobs are requeued")
+        )
+    revived = job.replace(
+        status=JobStatus.QUEUED,
+        attempts=0,
+        run_after=now,
+        report=Report.REVOKED,
+        lease_expires_at=None,
+        finished_at=None,
+    )
+    return Outcome(revived, changed=True, events=("requeued",))
+
+
+def request_fingerprint(
+    kind: str, payload: JSON, max_attempts: int | None, run_after: datetime | None
+) -> str:
+    """A digest of an enqueue request as given, to tell a retry from a different request."""
+    given = [kind, payload, max_attempts, run_after.isoformat() if run_after else None]
+    return hashlib.sha256(orjson.dumps(given, option=orjson.OPT_SORT_KEYS)).hexdigest()

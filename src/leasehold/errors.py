@@ -1,0 +1,102 @@
+"""Errors as types. Each carries a stable machine-readable ``code``.
+
+The tree::
+
+    LeaseholdError
+    ├── JobNotFound             no job has that id                       (404)
+    ├── Conflict                the job's state forbids the request      (409)
+    │   ├── StaleToken          a newer lease exists, or the token was never issued
+    │   ├── LeaseExpired        the lease ran out or is no longer held
+    │   ├── ReportConflict      a different outcome was already reported under this token
+    │   └── InvalidTransition   e.g. requeue of a job that is not dead
+    ├── InvalidRequest          well-formed but unacceptable input      (422)
+    │   └── IdempotencyConflict the key was used with a different request
+    ├── PayloadTooLarge         the request body is over the cap         (413)
+    ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
+    └── Unavailable             the coordinator cannot serve right now    (503)
+
+The HTTP layer maps them to status codes in one table (``api/errors.py``); the client
+maps status codes back to the same types.
+"""
+
+from __future__ import annotations
+
+
+class LeaseholdError(Exception):
+    """Something went wrong in leasehold."""
+
+    code = "error"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or self.code).strip())
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class JobNotFound(LeaseholdError):
+    """No job has that id."""
+
+    code = "job_not_found"
+
+
+class Conflict(LeaseholdError):
+    """The job's current state does not allow this request."""
+
+    code = "conflict"
+
+
+class StaleToken(Conflict):
+    """The token is not the job's current lease token: a newer lease exists or it was
+    never issued."""
+
+    code = "stale_token"
+
+
+class LeaseExpired(Conflict):
+    """The lease has run out or is no longer held."""
+
+    code = "lease_expired"
+
+
+class ReportConflict(Conflict):
+    """A different outcome was already reported under this token."""
+
+    code = "report_conflict"
+
+
+class InvalidTransition(Conflict):
+    """The job is not in a state this request applies to."""
+
+    code = "invalid_transition"
+
+
+class InvalidRequest(LeaseholdError):
+    """The request is well-formed but cannot be accepted."""
+
+    code = "invalid_request"
+
+
+class IdempotencyConflict(InvalidRequest):
+    """The idempotency key was already used with a different request."""
+
+    code = "idempotency_conflict"
+
+
+class PayloadTooLarge(LeaseholdError):
+    """The request body is larger than the coordinator accepts."""
+
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(LeaseholdError):
+    """Request bodies must be JSON (Content-Type: application/json)."""
+
+    code = "unsupported_media_type"
+
+
+class Unavailable(LeaseholdError):
+    """The coordinator cannot serve the request right now; retry later."""
+
+    code = "unavailable"

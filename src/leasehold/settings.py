@@ -1,0 +1,25 @@
+"""Settings objects, built once by the CLI (or a test) and passed down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Bounds that keep one request from holding the coordinator hostage; see DESIGN.md.
+MAX_LEASE_SECONDS = 86_400.0
+MAX_WAIT_SECONDS = 30.0
+MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    database_url: str = "sqlite:///leasehold.db"
+    default_lease_seconds: float = 30.0
+    retry_base_seconds: float = 1.0
+    retry_max_seconds: float = 3600.0
+    reap_interval_seconds: float = 1.0
+    max_body_bytes: int = MAX_BODY_BYTES
+    sqlite_synchronous: str = "FULL"
+    log_format: str = "auto"  # auto | json | console
+    log_level: str = "info"

@@ -1,0 +1,128 @@
+"""The Store protocol: what the coordinator needs from a database, and nothing more.
+
+Methods are named noun_verb and take frozen parameter objects, so a backend is a
+translation of each method into its own SQL. Every backend supplies "now" itself: the
+embedded SQLite store from the coordinator's clock (it is the only writer), PostgreSQL
+from the database's clock, so that coordinators with skewed clocks agree on expiry.
+
+The rules are not here: a backend reads a job, hands it to a ``Decide`` function from
+``leasehold.core.transitions`` and writes what it returns, within one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from leasehold.core.transitions import Outcome
+from leasehold.model import JSON, Attempt, Job, JobStatus
+
+Decide = Callable[[Job, datetime], Outcome]
+"""A rule bound to its request: takes the stored job and now, returns the outcome."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    kind: str
+    payload: JSON
+    max_attempts: int
+    run_after: datetime | None  # None: available at once
+    idempotency_key: str | None
+    request_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Inserted:
+    job: Job
+    created: bool  # False: the idempotency key was used before, ``job`` is that job
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRequest:
+    worker_id: str
+    lease_seconds: float
+    kinds: tuple[str, ...] | None  # None: any kind
+    max_jobs: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    status: JobStatus | None = None
+    kind: str | None = None
+    after_id: int | None = None  # cursor: jobs with a larger id
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class DeadFilter:
+    kind: str | None = None
+    error_contains: str | None = None
+    limit: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Expired:
+    job_id: int
+    token: int
+
+
+class Store(Protocol):
+    """A job database. Every method is one transaction."""
+
+    async def open(self) -> None:
+        """Connect and run pending schema migrations."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def now(self) -> datetime:
+        """The store's notion of the current time (see the module docstring)."""
+        ...
+
+    async def job_insert_many(self, jobs: Sequence[NewJob]) -> list[Inserted]:
+        """Insert jobs in one transaction; a used idempotency key yields the existing job.
+
+        A key used before with a different ``request_hash`` raises IdempotencyConflict and
+        inserts none of the jobs.
+        """
+        ...
+
+    async def job_lease(self, request: LeaseRequest) -> list[Job]:
+        """Lease up to ``max_jobs`` available jobs, oldest run_after first, then by id.
+
+        Each leased job gets lease_token + 1, attempts + 1, status running, the lease's
+        owner and expiry, and a new attempt record; all in one statement per job set.
+        """
+        ...
+
+    async def job_get(self, job_id: int) -> Job | None: ...
+
+    async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
+        """For each (id, decide): read the job, decide, and write the outcome if it changed,
+        guarded by the token and status that were read. One transaction for all; None for
+        an unknown id."""
+        ...
+
+    async def jobs_expired(self, limit: int) -> list[Expired]:
+        """Running jobs whose lease has run out, oldest expiry first."""
+        ...
+
+    async def job_list(self, query: JobFilter) -> list[Job]:
+        """Jobs ordered by id, after the cursor, filtered."""
+        ...
+
+    async def jobs_dead(self, query: DeadFilter) -> list[int]:
+        """Ids of dead jobs matching the filter, ordered by id."""
+        ...
+
+    async def attempts_list(self, job_id: int) -> list[Attempt]:
+        """The job's lease history, oldest first."""
+        ...
+
+    async def counts_by_status(self) -> dict[JobStatus, int]: ...
+
+    async def counter_totals(self) -> dict[tuple[str, str], int]:
+        """Totals by (event name, kind) counted since the database was created."""
+        ...

@@ -1,0 +1,29 @@
+"""Choosing a backend from a database URL."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from leasehold.core.clock import Clock
+from leasehold.store.base import Store
+
+
+def sqlite_path(url: str) -> str:
+    """``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or ``sqlite:///:memory:``."""
+    if not url.startswith("sqlite:///"):
+        raise ValueError(f"not a sqlite URL: {url!r} (expected sqlite:///PATH)")
+    return url.removeprefix("sqlite:///")
+
+
+def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL") -> Store:
+    """A store for ``url``: ``sqlite:///PATH`` or ``postgresql://...``. Not yet opened."""
+    scheme = urlparse(url).scheme
+    if scheme == "sqlite":
+        from leasehold.store.sqlite import SqliteStore
+
+        return SqliteStore(sqlite_path(url), clock=clock, synchronous=synchronous)
+    if scheme in ("postgres", "postgresql"):
+        from leasehold.store.postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ValueError(f"unsupported database URL scheme {scheme!r}: use sqlite:/// or postgresql://")

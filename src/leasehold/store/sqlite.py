@@ -1,0 +1,461 @@
+"""The embedded SQLite backend, the default.
+
+One thread owns the one connection, so two transactions can never interleave on it. It
+commits in groups: every operation waiting when a transaction starts joins it, each inside
+its own SAVEPOINT (one failing operation never undoes the others), and all are answered
+after the single COMMIT. Under load the cost of a commit (an fsync with
+``synchronous=FULL``) is shared by many requests; an operation is still answered only
+after its change is durable. Times are stored as seconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final, TypeVar
+
+import orjson
+
+from leasehold.core.clock import Clock, SystemClock
+from leasehold.core.transitions import Outcome
+from leasehold.errors import IdempotencyConflict, Unavailable
+from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store.base import (
+    DeadFilter,
+    Decide,
+    Expired,
+    Inserted,
+    JobFilter,
+    LeaseRequest,
+    NewJob,
+)
+from leasehold.store.migrations import migrations
+
+T = TypeVar("T")
+Op = Callable[[sqlite3.Connection], Any]
+
+SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
+_COLUMNS: Final = (
+    "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
+    " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
+    " request_hash, result, last_error, report"
+)
+_BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
+_STOP: Final = object()
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _dt(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def _job(row: tuple[Any, ...]) -> Job:
+    return Job(
+        id=row[0],
+        kind=row[1],
+        payload=orjson.loads(row[2]),
+        status=JobStatus(row[3]),
+        attempts=row[4],
+        max_attempts=row[5],
+        run_after=datetime.fromtimestamp(row[6], UTC),
+        created_at=datetime.fromtimestamp(row[7], UTC),
+        lease_token=row[8],
+        lease_owner=row[9],
+        lease_expires_at=_dt(row[10]),
+        lease_seconds=row[11],
+        leased_at=_dt(row[12]),
+        finished_at=_dt(row[13]),
+        idempotency_key=row[14],
+        request_hash=row[15],
+        result=orjson.loads(row[16]) if row[16] is not None else None,
+        last_error=row[17],
+        report=Report(row[18]) if row[18] is not None else None,
+    )
+
+
+def _count(conn: sqlite3.Connection, events: Counter[tuple[str, str]]) -> None:
+    if events:
+        conn.executemany(
+            "INSERT INTO counters (name, kind, value) VALUES (?, ?, ?)"
+            " ON CONFLICT (name, kind) DO UPDATE SET value = value + excluded.value",
+            [(name, kind, n) for (name, kind), n in events.items()],
+        )
+
+
+class SqliteStore:
+    """A Store on one SQLite file in WAL mode (see the module docstring)."""
+
+    def __init__(self, path: str, *, clock: Clock | None = None, synchronous: str = "FULL") -> None:
+        if synchronous.upper() not in SYNCHRONOUS_MODES:
+            raise ValueError(f"synchronous must be one of {SYNCHRONOUS_MODES}")
+        self._path = path
+        self._clock = clock or SystemClock()
+        self._synchronous = synchronous.upper()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- the writer thread ------------------------------------------------------------
+
+    async def open(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = self._loop.create_future()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name="leasehold-sqlite", daemon=True
+        )
+        self._thread.start()
+        await ready
+
+    async def close(self) -> None:
+        if self._thread is None:
+            return
+        self._queue.put(_STOP)
+        await asyncio.to_thread(self._thread.join)
+        self._thread = None
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._migrate(conn)
+        return conn
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # one migrator at a time, even across processes
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations"
+                " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+            )
+            done = {v for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+            for migration in migrations("sqlite"):
+                if migration.version in done:
+                    continue
+                for statement in migration.statements():
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, strftime('%s', 'now'))",
+                    (migration.version, migration.name),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _run(self, ready: asyncio.Future[None]) -> None:
+        loop = self._loop
+        assert loop is not None
+        try:
+            conn = self._connect()
+        except Exception as exc:
+            loop.call_soon_threadsafe(ready.set_exception, exc)
+            return
+        loop.call_soon_threadsafe(ready.set_result, None)
+        stopping = False
+        while not stopping:
+            batch = [self._queue.get()]
+            if batch[0] is _STOP:
+                break
+            while len(batch) < _BATCH_LIMIT:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is _STOP:
+                    stopping = True
+                    break
+                batch.append(item)
+            answers = self._execute(conn, batch)
+            loop.call_soon_threadsafe(_deliver, answers)
+        conn.close()
+
+    @staticmethod
+    def _execute(
+        conn: sqlite3.Connection, batch: list[tuple[Op, asyncio.Future[Any]]]
+    ) -> list[tuple[asyncio.Future[Any], Any, BaseException | None]]:
+        answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for op, future in batch:
+                conn.execute("SAVEPOINT op")
+                try:
+                    answers.append((future, op(conn), None))
+                    conn.execute("RELEASE op")
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO op")
+                    conn.execute("RELEASE op")
+                    answers.append((future, None, exc))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            failure = Unavailable(f"database error: {exc}")
+            return [(future, None, failure) for _, future in batch]
+        return answers
+
+    async def _call(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        if self._thread is None or self._loop is None:
+            raise Unavailable("the store is not open")
+        future: asyncio.Future[T] = self._loop.create_future()
+        self._queue.put((op, future))
+        return await future
+
+    # -- the Store protocol -------------------------------------------------------------
+
+    async def now(self) -> datetime:
+        return self._clock.now()
+
+    async def job_insert_many(self, jobs: Sequence[NewJob]) -> list[Inserted]:
+        return await self._call(lambda conn: self._insert(conn, jobs))
+
+    def _insert(self, conn: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[Inserted]:
+        now = self._clock.now().timestamp()
+        inserted: list[Inserted] = []
+        events: Counter[tuple[str, str]] = Counter()
+        for new in jobs:
+            if new.idempotency_key is not None:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = ?",
+                    (new.idempotency_key,),
+                ).fetchone()
+                if row is not None:
+                    existing = _job(row)
+                    if existing.request_hash != new.request_hash:
+                        raise IdempotencyConflict(
+                            f"idempotency key {new.idempotency_key!r} was used for job"
+                            f" {existing.id} with a different request"
+                        )
+                    inserted.append(Inserted(existing, created=False))
+                    continue
+            row = conn.execute(
+                "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
+                " idempotency_key, request_hash) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)"
+                f" RETURNING {_COLUMNS}",
+                (
+                    new.kind,
+                    orjson.dumps(new.payload).decode(),
+                    new.max_attempts,
+                    _ts(new.run_after) or now,
+                    now,
+                    new.idempotency_key,
+                    new.request_hash,
+                ),
+            ).fetchone()
+            inserted.append(Inserted(_job(row), created=True))
+            events["enqueued", new.kind] += 1
+        _count(conn, events)
+        return inserted
+
+    async def job_lease(self, request: LeaseRequest) -> list[Job]:
+        return await self._call(lambda conn: self._lease(conn, request))
+
+    def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
+        now = self._clock.now().timestamp()
+        if request.kinds is None:
+            pick = (
+                "SELECT id FROM jobs WHERE status = 'queued' AND run_after <= :now"
+                " ORDER BY run_after, id LIMIT :n"
+            )
+            params: dict[str, Any] = {"now": now, "n": request.max_jobs}
+        else:
+            # One index range per kind, merged here: an IN list over kinds would make
+            # SQLite sort every queued job of those kinds.
+            heads: list[tuple[float, int]] = []
+            for kind in request.kinds:
+                heads += conn.execute(
+                    "SELECT run_after, id FROM jobs WHERE status = 'queued' AND kind = ?"
+                    " AND run_after <= ? ORDER BY run_after, id LIMIT ?",
+                    (kind, now, request.max_jobs),
+                ).fetchall()
+            ids = [job_id for _, job_id in sorted(heads)[: request.max_jobs]]
+            if not ids:
+                return []
+            pick = ",".join(str(int(i)) for i in ids)
+            params = {"now": now}
+        rows = conn.execute(
+            "UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
+            " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
+            " lease_seconds = :seconds, leased_at = :now, report = NULL"
+            f" WHERE id IN ({pick}) AND status = 'queued' RETURNING {_COLUMNS}",
+            params
+            | {
+                "owner": request.worker_id,
+                "expires": now + request.lease_seconds,
+                "seconds": request.lease_seconds,
+            },
+        ).fetchall()
+        jobs = sorted((_job(r) for r in rows), key=lambda j: (j.run_after, j.id))
+        conn.executemany(
+            "INSERT INTO attempts (job_id, token, worker_id, leased_at, outcome)"
+            " VALUES (?, ?, ?, ?, 'running')",
+            [(j.id, j.lease_token, request.worker_id, now) for j in jobs],
+        )
+        _count(conn, Counter(("leased", j.kind) for j in jobs))
+        return jobs
+
+    async def job_get(self, job_id: int) -> Job | None:
+        def op(conn: sqlite3.Connection) -> Job | None:
+            row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            return _job(row) if row is not None else None
+
+        return await self._call(op)
+
+    async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
+        return await self._call(lambda conn: self._decide(conn, items))
+
+    def _decide(
+        self, conn: sqlite3.Connection, items: Sequence[tuple[int, Decide]]
+    ) -> list[Outcome | None]:
+        outcomes: list[Outcome | None] = []
+        events: Counter[tuple[str, str]] = Counter()
+        for job_id, decide in items:
+            row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                outcomes.append(None)
+                continue
+            before = _job(row)
+            now = self._clock.now()
+            outcome = decide(before, now)
+            if outcome.changed:
+                self._write(conn, before, outcome.job)
+            if outcome.attempt is not None:
+                conn.execute(
+                    "UPDATE attempts SET outcome = ?, finished_at = ?, error = ?"
+                    " WHERE job_id = ? AND token = ?",
+                    (
+                        outcome.attempt,
+                        now.timestamp(),
+                        None
+                        if outcome.attempt is AttemptOutcome.COMPLETED
+                        else outcome.job.last_error,
+                        job_id,
+                        before.lease_token,
+                    ),
+                )
+            events.update((name, before.kind) for name in outcome.events)
+            outcomes.append(outcome)
+        _count(conn, events)
+        return outcomes
+
+    @staticmethod
+    def _write(conn: sqlite3.Connection, before: Job, after: Job) -> None:
+        written = conn.execute(
+            "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
+            " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
+            " last_error = ?, report = ? WHERE id = ? AND lease_token = ? AND status = ?",
+            (
+                after.status,
+                after.attempts,
+                after.run_after.timestamp(),
+                after.lease_owner,
+                _ts(after.lease_expires_at),
+                after.lease_seconds,
+                _ts(after.finished_at),
+                orjson.dumps(after.result).decode() if after.result is not None else None,
+                after.last_error,
+                after.report,
+                before.id,
+                before.lease_token,
+                before.status,
+            ),
+        ).rowcount
+        if written != 1:  # impossible with one writer; refuse rather than half-apply
+            raise Unavailable(f"job {before.id} changed under a guarded write")
+
+    async def jobs_expired(self, limit: int) -> list[Expired]:
+        def op(conn: sqlite3.Connection) -> list[Expired]:
+            rows = conn.execute(
+                "SELECT id, lease_token FROM jobs WHERE status = 'running'"
+                " AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?",
+                (self._clock.now().timestamp(), limit),
+            ).fetchall()
+            return [Expired(job_id, token) for job_id, token in rows]
+
+        return await self._call(op)
+
+    async def job_list(self, query: JobFilter) -> list[Job]:
+        where: list[str] = ["id > ?"]
+        params: list[object] = [query.after_id or 0]
+        if query.status is not None:
+            where.append("status = ?")
+            params.append(query.status)
+        if query.kind is not None:
+            where.append("kind = ?")
+            params.append(query.kind)
+        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        return await self._call(
+            lambda conn: [_job(r) for r in conn.execute(sql, [*params, query.limit])]
+        )
+
+    async def jobs_dead(self, query: DeadFilter) -> list[int]:
+        where: list[str] = ["status = 'dead'"]
+        params: list[object] = []
+        if query.kind is not None:
+            where.append("kind = ?")
+            params.append(query.kind)
+        if query.error_contains is not None:
+            where.append("instr(last_error, ?) > 0")
+            params.append(query.error_contains)
+        sql = f"SELECT id FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        return await self._call(
+            lambda conn: [i for (i,) in conn.execute(sql, [*params, query.limit])]
+        )
+
+    async def attempts_list(self, job_id: int) -> list[Attempt]:
+        def op(conn: sqlite3.Connection) -> list[Attempt]:
+            rows = conn.execute(
+                "SELECT job_id, token, worker_id, leased_at, finished_at, outcome, error"
+                " FROM attempts WHERE job_id = ? ORDER BY token",
+                (job_id,),
+            )
+            return [
+                Attempt(
+                    job_id=r[0],
+                    token=r[1],
+                    worker_id=r[2],
+                    leased_at=datetime.fromtimestamp(r[3], UTC),
+                    finished_at=_dt(r[4]),
+                    outcome=AttemptOutcome(r[5]),
+                    error=r[6],
+                )
+                for r in rows
+            ]
+
+        return await self._call(op)
+
+    async def counts_by_status(self) -> dict[JobStatus, int]:
+        def op(conn: sqlite3.Connection) -> dict[JobStatus, int]:
+            counts = dict.fromkeys(JobStatus, 0)
+            for status, n in conn.execute("SELECT status, count(*) FROM jobs GROUP BY status"):
+                counts[JobStatus(status)] = n
+            return counts
+
+        return await self._call(op)
+
+    async def counter_totals(self) -> dict[tuple[str, str], int]:
+        def op(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:
+            rows = conn.execute("SELECT name, kind, value FROM counters")
+            return {(name, kind): value for name, kind, value in rows}
+
+        return await self._call(op)
+
+
+def _deliver(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for future, result, error in answers:
+        if future.cancelled():
+            continue  # the caller went away; its change, if any, is committed regardless
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)

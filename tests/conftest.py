@@ -1,0 +1,78 @@
+"""Fixtures shared by every test: backends, real coordinators, raw HTTP."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.http import Api
+from tests.pgserver import PgServer, find_pg_bin, start_pg_server
+from tests.process import Coordinator
+
+BACKENDS = ["sqlite"]
+if importlib.util.find_spec("leasehold.store.postgres") is not None:
+    BACKENDS.append("postgres")
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL binaries are missing in CI (scripts/ensure-postgres.sh)")
+        pytest.skip("!!! PostgreSQL server binaries not found: PostgreSQL tests SKIPPED !!!")
+    server = start_pg_server(tmp_path_factory.mktemp("pg"), bin_dir=bin_dir)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'leasehold.db'}"
+    server: PgServer = request.getfixturevalue("pg_server")
+    return server.create_database(f"t_{uuid.uuid4().hex[:16]}")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'leasehold.db'}"
+
+
+CoordinatorFactory = Callable[..., Coordinator]
+
+
+@pytest.fixture
+def start_coordinator(database_url: str, tmp_path: Path) -> Iterator[CoordinatorFactory]:
+    """Start real coordinator processes on ``database_url``; all are stopped afterwards."""
+    started: list[Coordinator] = []
+
+    def start(*args: str, url: str | None = None) -> Coordinator:
+        c = Coordinator(url or database_url, tmp_path, args).start()
+        started.append(c)
+        return c
+
+    yield start
+    for c in started:
+        c.kill()
+
+
+@pytest.fixture
+def coordinator(start_coordinator: CoordinatorFactory) -> Coordinator:
+    """One coordinator with quick retry and reaper timings."""
+    return start_coordinator(
+        "--retry-base-seconds", "0.05", "--retry-max-seconds", "1", "--reap-interval-seconds", "0.1"
+    )
+
+
+@pytest.fixture
+async def api(coordinator: Coordinator) -> AsyncIterator[Api]:
+    async with aiohttp.ClientSession() as session:
+        yield Api(coordinator.url, session)

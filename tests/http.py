@@ -1,0 +1,58 @@
+"""Raw HTTP for contract tests: status codes and bodies exactly as the coordinator sends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+
+    def __repr__(self) -> str:
+        return f"Answer({self.status}, {self.body!r})"
+
+
+class Api:
+    def __init__(self, base_url: str, session: aiohttp.ClientSession) -> None:
+        self.base_url = base_url
+        self.session = session
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Answer:
+        async with self.session.request(method, self.base_url + path, **kwargs) as r:
+            raw = await r.read()
+            body: Any = None
+            if raw:
+                body = (
+                    await r.json(content_type=None) if r.content_type == "application/json" else raw
+                )
+            return Answer(r.status, body)
+
+    async def post(self, path: str, json: Any = None, **kwargs: Any) -> Answer:
+        return await self.request("POST", path, json=json, **kwargs)
+
+    async def get(self, path: str, **kwargs: Any) -> Answer:
+        return await self.request("GET", path, **kwargs)
+
+    # Shorthands for the protocol's steps.
+    async def enqueue(self, kind: str = "test", **fields: Any) -> dict[str, Any]:
+        a = await self.post("/jobs", {"kind": kind, **fields})
+        assert a.status in (200, 201), a
+        job: dict[str, Any] = a.body
+        return job
+
+    async def lease(self, worker_id: str = "w", **fields: Any) -> dict[str, Any] | None:
+        a = await self.post("/lease", {"worker_id": worker_id, **fields})
+        assert a.status in (200, 204), a
+        lease: dict[str, Any] | None = a.body if a.status == 200 else None
+        return lease
+
+    async def job(self, job_id: int) -> dict[str, Any]:
+        a = await self.get(f"/jobs/{job_id}")
+        assert a.status == 200, a
+        job: dict[str, Any] = a.body
+        return job
