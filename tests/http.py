@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,3 +57,16 @@ class Api:
         assert a.status == 200, a
         job: dict[str, Any] = a.body
         return job
+
+
+async def eventually(check: Any, within: float = 30.0, interval: float = 0.02) -> Any:
+    """Await ``check()`` until it returns something truthy; fail after ``within`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        value = await check()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise TimeoutError(f"condition not met within {within}s (last value: {value!r})")
+        await asyncio.sleep(interval)

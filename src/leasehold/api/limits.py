@@ -8,6 +8,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from leasehold.api.errors import error_body
 
 
+# Past this multiple of the cap we stop reading and let the connection drop.
+_DRAIN_FACTOR = 8
+
+
 class BodyLimit:
     """ASGI middleware: a body over ``max_bytes`` gets 413 and never reaches a route.
 
@@ -25,6 +29,7 @@ class BodyLimit:
             return
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await self._drain(receive, 0)
                 await self._refuse(send)
                 return
         received = 0
@@ -37,6 +42,8 @@ class BodyLimit:
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
                     refused = True
+                    if message.get("more_body", False):
+                        await self._drain(receive, received)
                     await self._refuse(send)
                     return {"type": "http.disconnect"}
             return message
@@ -46,6 +53,18 @@ class BodyLimit:
                 await send(message)
 
         await self.app(scope, counting_receive, guarded_send)
+
+    async def _drain(self, receive: Receive, received: int) -> None:
+        """Read and drop the rest of an oversize body (up to a bound), so that a client
+        still sending it reads our 413 instead of a reset connection."""
+        limit = self.max_bytes * _DRAIN_FACTOR
+        while received <= limit:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            received += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return
 
     async def _refuse(self, send: Send) -> None:
         body = orjson.dumps(
