@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.limits import BodyLimit
+from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
@@ -58,6 +59,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestLog)
     app.state.settings = settings
     app.state.service = service
     app.state.reaper = reaper

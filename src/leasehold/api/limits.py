@@ -7,7 +7,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from leasehold.api.errors import error_body
 
-
 # Past this multiple of the cap we stop reading and let the connection drop.
 _DRAIN_FACTOR = 8
 

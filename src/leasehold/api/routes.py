@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Annotated
 
@@ -25,9 +26,11 @@ from leasehold.api.schemas import (
     ReleaseRequest,
     RenewRequest,
     RequeueCount,
+    StatsOut,
 )
 from leasehold.core.service import Enqueue, JobService
 from leasehold.errors import IdempotencyConflict, InvalidRequest, JobNotFound
+from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import JobStatus
 from leasehold.store.base import DeadFilter, JobFilter
 
@@ -54,6 +57,24 @@ def parse_job_id(raw: str) -> int:
 @router.get("/health", response_model=Health)
 async def health() -> Health:
     return Health(status="ok")
+
+
+@router.get("/stats", response_model=StatsOut)
+async def stats(request: Request) -> StatsOut:
+    figures = await service_of(request).stats()
+    return StatsOut.model_validate(dataclasses.asdict(figures))
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"}},
+)
+async def metrics(request: Request) -> Response:
+    service = service_of(request)
+    figures = await service.stats()
+    body = service.metrics.render(figures.by_status, figures.by_kind)
+    return Response(body, media_type=CONTENT_TYPE)
 
 
 @router.post(

@@ -10,6 +10,9 @@ from leasehold.core.service import JobService
 
 log = structlog.get_logger("leasehold")
 
+ROLLUP_KEEP_SECONDS = 3600  # windowed figures look back 5 minutes at most
+PRUNE_INTERVAL_SECONDS = 60.0
+
 
 class Reaper:
     """Calls ``service.reap()`` every ``interval`` seconds until stopped.
@@ -25,11 +28,16 @@ class Reaper:
         self.swept = asyncio.Event()
 
     async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_prune = loop.time()
         while True:
             try:
                 # Drain a backlog in full before sleeping again.
                 while await self.service.reap() > 0:
                     pass
+                if loop.time() >= next_prune:
+                    await self.service.store.prune(ROLLUP_KEEP_SECONDS)
+                    next_prune = loop.time() + PRUNE_INTERVAL_SECONDS
             except Exception:
                 log.exception("reaper.error")
             self.passes += 1

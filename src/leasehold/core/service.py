@@ -13,6 +13,7 @@ from functools import partial
 import structlog
 
 from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
     decide_complete,
@@ -24,6 +25,7 @@ from leasehold.core.transitions import (
     request_fingerprint,
 )
 from leasehold.errors import JobNotFound
+from leasehold.metrics import Metrics
 from leasehold.model import JSON, Attempt, Job
 from leasehold.store.base import (
     DeadFilter,
@@ -96,6 +98,7 @@ class JobService:
         self.backoff = backoff or BackoffPolicy()
         self.rng = rng or random.Random()
         self.wakeup = Wakeup()
+        self.metrics = Metrics()
 
     # -- producers ----------------------------------------------------------------------
 
@@ -108,9 +111,10 @@ class JobService:
         inserted = await self.store.job_insert_many([r.new_job() for r in requests])
         if any(i.created for i in inserted):
             self.wakeup.notify()
-        for i in inserted:
-            if i.created:
-                log.info("job.enqueued", **_fields(i.job))
+        created = [i.job for i in inserted if i.created]
+        for job in created:
+            log.info("job.enqueued", **_fields(job))
+        self.metrics.enqueued(created)
         return inserted
 
     # -- workers ------------------------------------------------------------------------
@@ -138,6 +142,7 @@ class JobService:
             await self.wakeup.wait(min(remaining, _POLL_RECHECK_SECONDS))
         for job in jobs:
             log.info("job.leased", **_fields(job))
+        self.metrics.leased(jobs)
         return jobs
 
     async def renew(self, job_id: int, token: int, lease_seconds: float | None = None) -> Job:
@@ -174,6 +179,9 @@ class JobService:
     async def list_jobs(self, query: JobFilter) -> list[Job]:
         return await self.store.job_list(query)
 
+    async def stats(self) -> Stats:
+        return summarize(await self.store.stats(WINDOWS))
+
     async def attempts(self, job_id: int) -> list[Attempt]:
         await self.get(job_id)
         return await self.store.attempts_list(job_id)
@@ -187,7 +195,11 @@ class JobService:
         """Requeue the dead jobs matching the filter; how many moved."""
         ids = await self.store.jobs_dead(query)
         outcomes = await self.store.jobs_decide([(job_id, _requeue) for job_id in ids])
-        moved = sum(1 for o in outcomes if o is not None and o.changed)
+        moved = 0
+        for outcome in outcomes:
+            if outcome is not None and outcome.changed:
+                moved += 1
+                self.metrics.decided(outcome)
         if moved:
             self.wakeup.notify()
         log.info("jobs.requeued", count=moved)
@@ -204,6 +216,7 @@ class JobService:
         reaped = [o for o in outcomes if o is not None and o.changed]
         for outcome in reaped:
             _log_outcome(outcome, outcome.job.lease_token)
+            self.metrics.decided(outcome)
         if reaped:
             self.wakeup.notify()
         return len(reaped)
@@ -213,6 +226,7 @@ class JobService:
         if outcome is None:
             raise JobNotFound(f"no job has id {job_id}")
         _log_outcome(outcome, token)
+        self.metrics.decided(outcome)
         if outcome.error is not None:
             raise outcome.error
         if outcome.changed and outcome.job.status == "queued":

@@ -68,6 +68,18 @@ class Expired:
     token: int
 
 
+@dataclass(frozen=True, slots=True)
+class StatsSnapshot:
+    """What /stats and /metrics are computed from, read in one transaction."""
+
+    now: datetime
+    counts: dict[tuple[str, JobStatus], int]  # (kind, status) -> jobs; zeros may be absent
+    totals: dict[tuple[str, str], int]  # (event, kind) -> count since the database began
+    # window seconds -> (event, kind) -> (count, sum of its values) over that window
+    windows: dict[int, dict[tuple[str, str], tuple[int, float]]]
+    oldest_available_at: datetime | None  # run_after of the longest-waiting available job
+
+
 class Store(Protocol):
     """A job database. Every method is one transaction."""
 
@@ -121,7 +133,14 @@ class Store(Protocol):
         """The job's lease history, oldest first."""
         ...
 
-    async def counts_by_status(self) -> dict[JobStatus, int]: ...
+    async def stats(self, windows: Sequence[int]) -> StatsSnapshot:
+        """Counts by kind and status, event totals, and per-window event sums (events
+        "leased" carry wait seconds, "completed" run seconds), in one read."""
+        ...
+
+    async def prune(self, keep_seconds: int) -> None:
+        """Drop windowed figures older than ``keep_seconds``."""
+        ...
 
     async def counter_totals(self) -> dict[tuple[str, str], int]:
         """Totals by (event name, kind) counted since the database was created."""

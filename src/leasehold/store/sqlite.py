@@ -33,6 +33,7 @@ from leasehold.store.base import (
     JobFilter,
     LeaseRequest,
     NewJob,
+    StatsSnapshot,
 )
 from leasehold.store.migrations import migrations
 
@@ -81,12 +82,50 @@ def _job(row: tuple[Any, ...]) -> Job:
     )
 
 
-def _count(conn: sqlite3.Connection, events: Counter[tuple[str, str]]) -> None:
-    if events:
+def _statements(script: str) -> list[str]:
+    """Split a script into statements the way SQLite's own parser would (triggers hold
+    semicolons of their own)."""
+    statements, pending = [], ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                statements.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        statements.append(pending.strip())
+    return statements
+
+
+class _Tally:
+    """Totals (forever) and per-second rollups (for windowed figures) of one transaction's
+    events, written together at its end."""
+
+    def __init__(self, now: float) -> None:
+        self.second = int(now)
+        self.totals: Counter[tuple[str, str]] = Counter()
+        self.sums: dict[tuple[str, str], float] = {}
+
+    def add(self, name: str, kind: str, value: float = 0.0) -> None:
+        self.totals[name, kind] += 1
+        self.sums[name, kind] = self.sums.get((name, kind), 0.0) + value
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        if not self.totals:
+            return
         conn.executemany(
             "INSERT INTO counters (name, kind, value) VALUES (?, ?, ?)"
             " ON CONFLICT (name, kind) DO UPDATE SET value = value + excluded.value",
-            [(name, kind, n) for (name, kind), n in events.items()],
+            [(name, kind, n) for (name, kind), n in self.totals.items()],
+        )
+        conn.executemany(
+            "INSERT INTO rollups (second, name, kind, count, total) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (second, name, kind) DO UPDATE"
+            " SET count = count + excluded.count, total = total + excluded.total",
+            [
+                (self.second, name, kind, n, self.sums[name, kind])
+                for (name, kind), n in self.totals.items()
+            ],
         )
 
 
@@ -142,7 +181,7 @@ class SqliteStore:
             for migration in migrations("sqlite"):
                 if migration.version in done:
                     continue
-                for statement in migration.statements():
+                for statement in _statements(migration.sql):
                     conn.execute(statement)
                 conn.execute(
                     "INSERT INTO schema_migrations VALUES (?, ?, strftime('%s', 'now'))",
@@ -222,7 +261,7 @@ class SqliteStore:
     def _insert(self, conn: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[Inserted]:
         now = self._clock.now().timestamp()
         inserted: list[Inserted] = []
-        events: Counter[tuple[str, str]] = Counter()
+        tally = _Tally(now)
         for new in jobs:
             if new.idempotency_key is not None:
                 row = conn.execute(
@@ -253,8 +292,8 @@ class SqliteStore:
                 ),
             ).fetchone()
             inserted.append(Inserted(_job(row), created=True))
-            events["enqueued", new.kind] += 1
-        _count(conn, events)
+            tally.add("enqueued", new.kind)
+        tally.write(conn)
         return inserted
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
@@ -301,7 +340,11 @@ class SqliteStore:
             " VALUES (?, ?, ?, ?, 'running')",
             [(j.id, j.lease_token, request.worker_id, now) for j in jobs],
         )
-        _count(conn, Counter(("leased", j.kind) for j in jobs))
+        tally = _Tally(now)
+        for job in jobs:
+            # Wait: from when the job became available to now.
+            tally.add("leased", job.kind, max(0.0, now - job.run_after.timestamp()))
+        tally.write(conn)
         return jobs
 
     async def job_get(self, job_id: int) -> Job | None:
@@ -318,7 +361,7 @@ class SqliteStore:
         self, conn: sqlite3.Connection, items: Sequence[tuple[int, Decide]]
     ) -> list[Outcome | None]:
         outcomes: list[Outcome | None] = []
-        events: Counter[tuple[str, str]] = Counter()
+        tally = _Tally(self._clock.now().timestamp())
         for job_id, decide in items:
             row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
@@ -343,9 +386,13 @@ class SqliteStore:
                         before.lease_token,
                     ),
                 )
-            events.update((name, before.kind) for name in outcome.events)
+            for name in outcome.events:
+                run = 0.0
+                if name == "completed" and before.leased_at is not None:
+                    run = max(0.0, (now - before.leased_at).total_seconds())
+                tally.add(name, before.kind, run)
             outcomes.append(outcome)
-        _count(conn, events)
+        tally.write(conn)
         return outcomes
 
     @staticmethod
@@ -434,14 +481,41 @@ class SqliteStore:
 
         return await self._call(op)
 
-    async def counts_by_status(self) -> dict[JobStatus, int]:
-        def op(conn: sqlite3.Connection) -> dict[JobStatus, int]:
-            counts = dict.fromkeys(JobStatus, 0)
-            for status, n in conn.execute("SELECT status, count(*) FROM jobs GROUP BY status"):
-                counts[JobStatus(status)] = n
-            return counts
+    async def stats(self, windows: Sequence[int]) -> StatsSnapshot:
+        def op(conn: sqlite3.Connection) -> StatsSnapshot:
+            now = self._clock.now()
+            second = int(now.timestamp())
+            counts = {
+                (kind, JobStatus(status)): n
+                for kind, status, n in conn.execute("SELECT kind, status, n FROM job_counts")
+                if n
+            }
+            totals = {
+                (name, kind): n
+                for name, kind, n in conn.execute("SELECT name, kind, value FROM counters")
+            }
+            window_sums = {}
+            for window in windows:
+                rows = conn.execute(
+                    "SELECT name, kind, sum(count), sum(total) FROM rollups"
+                    " WHERE second > ? GROUP BY name, kind",
+                    (second - window,),
+                )
+                window_sums[window] = {(name, kind): (n, total) for name, kind, n, total in rows}
+            (oldest,) = conn.execute(
+                "SELECT min(run_after) FROM jobs WHERE status = 'queued' AND run_after <= ?",
+                (now.timestamp(),),
+            ).fetchone()
+            return StatsSnapshot(now, counts, totals, window_sums, _dt(oldest))
 
         return await self._call(op)
+
+    async def prune(self, keep_seconds: int) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            horizon = int(self._clock.now().timestamp()) - keep_seconds
+            conn.execute("DELETE FROM rollups WHERE second < ?", (horizon,))
+
+        await self._call(op)
 
     async def counter_totals(self) -> dict[tuple[str, str], int]:
         def op(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:

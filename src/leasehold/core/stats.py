@@ -1,0 +1,86 @@
+"""Turning a StatsSnapshot into the figures operators read (GET /stats)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from leasehold.model import JobStatus
+from leasehold.store.base import StatsSnapshot
+
+RATE_WINDOW_SECONDS = 60
+"""'last minute' figures count events in the last 60 seconds (to the second)."""
+AVERAGE_WINDOW_SECONDS = 300
+"""Average wait and run times are over jobs leased / completed in the last 5 minutes."""
+WINDOWS = (RATE_WINDOW_SECONDS, AVERAGE_WINDOW_SECONDS)
+EVENTS = (
+    "enqueued",
+    "leased",
+    "renewed",
+    "completed",
+    "failed",
+    "dead",
+    "lease_expired",
+    "stale_token",
+    "released",
+    "requeued",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    by_status: dict[str, int]
+    by_kind: dict[str, dict[str, int]]
+    totals: dict[str, int]
+    totals_by_kind: dict[str, dict[str, int]]
+    avg_wait_seconds: float | None
+    avg_run_seconds: float | None
+    average_window_seconds: int
+    lease_expirations: int
+    stale_token_rejections: int
+    oldest_queued_age_seconds: float | None
+    completed_last_minute: int
+    failed_last_minute: int
+
+
+def _average(sums: dict[tuple[str, str], tuple[int, float]], event: str) -> float | None:
+    count = sum(n for (name, _), (n, _) in sums.items() if name == event)
+    total = sum(t for (name, _), (_, t) in sums.items() if name == event)
+    return total / count if count else None
+
+
+def _window_count(sums: dict[tuple[str, str], tuple[int, float]], event: str) -> int:
+    return sum(n for (name, _), (n, _) in sums.items() if name == event)
+
+
+def summarize(snapshot: StatsSnapshot) -> Stats:
+    """Every status appears (zero included); averages are None when nothing happened."""
+    by_status = dict.fromkeys((s.value for s in JobStatus), 0)
+    by_kind: dict[str, dict[str, int]] = {}
+    for (kind, status), n in snapshot.counts.items():
+        by_status[status] += n
+        by_kind.setdefault(kind, dict.fromkeys((s.value for s in JobStatus), 0))[status] += n
+    totals = dict.fromkeys(EVENTS, 0)
+    totals_by_kind: dict[str, dict[str, int]] = defaultdict(dict)
+    for (event, kind), n in snapshot.totals.items():
+        totals[event] = totals.get(event, 0) + n
+        totals_by_kind[kind][event] = n
+    recent = snapshot.windows.get(RATE_WINDOW_SECONDS, {})
+    longer = snapshot.windows.get(AVERAGE_WINDOW_SECONDS, {})
+    oldest = None
+    if snapshot.oldest_available_at is not None:
+        oldest = max(0.0, (snapshot.now - snapshot.oldest_available_at).total_seconds())
+    return Stats(
+        by_status=by_status,
+        by_kind=dict(sorted(by_kind.items())),
+        totals=totals,
+        totals_by_kind=dict(sorted(totals_by_kind.items())),
+        avg_wait_seconds=_average(longer, "leased"),
+        avg_run_seconds=_average(longer, "completed"),
+        average_window_seconds=AVERAGE_WINDOW_SECONDS,
+        lease_expirations=totals["lease_expired"],
+        stale_token_rejections=totals["stale_token"],
+        oldest_queued_age_seconds=oldest,
+        completed_last_minute=_window_count(recent, "completed"),
+        failed_last_minute=_window_count(recent, "failed"),
+    )

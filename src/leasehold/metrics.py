@@ -1,0 +1,109 @@
+"""Prometheus metrics of one coordinator process.
+
+Event counters and the wait/run histograms count what this process did since it started
+(Prometheus' usual semantics: sum them over instances, and rate() copes with restarts).
+The gauges of jobs by status are read from the database at each scrape, so every
+coordinator reports the same, database-wide, figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from leasehold.core.transitions import Outcome
+from leasehold.model import Job
+
+_TIME_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    300,
+    900,
+    3600,
+)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(f"leasehold_{name}", doc, ["kind"], registry=self.registry)
+
+        self.events = {
+            "enqueued": counter("jobs_enqueued", "Jobs enqueued."),
+            "leased": counter("jobs_leased", "Leases granted."),
+            "completed": counter("jobs_completed", "Jobs completed."),
+            "failed": counter("jobs_failed", "Failure reports accepted."),
+            "dead": counter("jobs_dead", "Jobs that went dead."),
+            "lease_expired": counter("lease_expirations", "Leases that ran out and were reaped."),
+            "stale_token": counter("stale_token_rejections", "Reports refused for a stale token."),
+            "released": counter("jobs_released", "Leases handed back unfinished."),
+            "requeued": counter("jobs_requeued", "Dead jobs requeued."),
+        }
+        self.wait = Histogram(
+            "leasehold_job_wait_seconds",
+            "From when a job became available to when it was leased.",
+            ["kind"],
+            buckets=_TIME_BUCKETS,
+            registry=self.registry,
+        )
+        self.run = Histogram(
+            "leasehold_job_run_seconds",
+            "From lease to completion.",
+            ["kind"],
+            buckets=_TIME_BUCKETS,
+            registry=self.registry,
+        )
+        self.jobs = Gauge(
+            "leasehold_jobs", "Jobs in the database by status.", ["status"], registry=self.registry
+        )
+        self.jobs_by_kind = Gauge(
+            "leasehold_jobs_by_kind",
+            "Jobs in the database by kind and status.",
+            ["kind", "status"],
+            registry=self.registry,
+        )
+
+    def enqueued(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            self.events["enqueued"].labels(job.kind).inc()
+
+    def leased(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            self.events["leased"].labels(job.kind).inc()
+            if job.leased_at is not None:
+                waited = (job.leased_at - job.run_after).total_seconds()
+                self.wait.labels(job.kind).observe(max(0.0, waited))
+
+    def decided(self, outcome: Outcome) -> None:
+        job = outcome.job
+        for event in outcome.events:
+            counter = self.events.get(event)
+            if counter is not None:
+                counter.labels(job.kind).inc()
+            if event == "completed" and job.leased_at and job.finished_at:
+                ran = (job.finished_at - job.leased_at).total_seconds()
+                self.run.labels(job.kind).observe(max(0.0, ran))
+
+    def render(self, by_status: dict[str, int], by_kind: dict[str, dict[str, int]]) -> bytes:
+        for status, n in by_status.items():
+            self.jobs.labels(status).set(n)
+        for kind, counts in by_kind.items():
+            for status, n in counts.items():
+                self.jobs_by_kind.labels(kind, status).set(n)
+        return generate_latest(self.registry)

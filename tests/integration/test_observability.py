@@ -1,0 +1,161 @@
+"""/stats, /metrics, the attempt history and the logs tell exactly what happened."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.http import Api, eventually
+from tests.process import Coordinator
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            found[s.name, tuple(sorted(s.labels.items()))] = s.value
+    return found
+
+
+async def scripted_scenario(api: Api) -> dict[str, Any]:
+    """a: 3 completed, 1 retried then pending, 1 dead; b: 1 expired-and-requeued, 1 queued."""
+    a_ids = [(await api.enqueue("a", payload={"secret": "hunter2"}))["id"] for _ in range(5)]
+    b_ids = [(await api.enqueue("b", max_attempts=3))["id"] for _ in range(2)]
+    tokens = {}
+    for _ in range(5):
+        lease = await api.lease("wa", kinds=["a"], lease_seconds=30)
+        assert lease is not None
+        tokens[lease["job"]["id"]] = lease["token"]
+    for job_id in a_ids[:3]:
+        a = await api.post(f"/jobs/{job_id}/complete", {"token": tokens[job_id]})
+        assert a.status == 200
+    retry = await api.post(
+        f"/jobs/{a_ids[3]}/fail",
+        {"token": 1, "error": "try later", "retry_after_seconds": 3600},
+    )
+    assert retry.body["status"] == "queued"
+    dead = await api.post(f"/jobs/{a_ids[4]}/fail", {"token": 1, "error": "no", "retryable": False})
+    assert dead.body["status"] == "dead"
+    stale = await api.post(f"/jobs/{a_ids[0]}/complete", {"token": 7})
+    assert stale.status == 409
+    expiring = await api.lease("wb", kinds=["b"], lease_seconds=0.2)
+    assert expiring is not None
+    expired_id = expiring["job"]["id"]
+
+    async def reaped() -> bool:
+        return (await api.job(expired_id))["status"] == "queued"
+
+    await eventually(reaped)
+    return {"a": a_ids, "b": b_ids, "expired": expired_id}
+
+
+async def test_stats_match_the_scenario(api: Api) -> None:
+    await scripted_scenario(api)
+    stats = (await api.get("/stats")).body
+    assert stats["by_status"] == {"queued": 3, "running": 0, "completed": 3, "dead": 1}
+    assert stats["by_kind"]["a"] == {"queued": 1, "running": 0, "completed": 3, "dead": 1}
+    assert stats["by_kind"]["b"] == {"queued": 2, "running": 0, "completed": 0, "dead": 0}
+    assert stats["lease_expirations"] == 1
+    assert stats["stale_token_rejections"] == 1
+    assert stats["completed_last_minute"] == 3
+    assert stats["failed_last_minute"] == 2
+    totals = stats["totals"]
+    assert (totals["enqueued"], totals["leased"], totals["dead"]) == (7, 6, 1)
+    assert stats["totals_by_kind"]["b"]["lease_expired"] == 1
+    assert stats["oldest_queued_age_seconds"] is not None
+    assert stats["oldest_queued_age_seconds"] >= 0
+    assert stats["avg_run_seconds"] is not None
+
+
+async def test_empty_stats_have_every_status_and_null_averages(api: Api) -> None:
+    stats = (await api.get("/stats")).body
+    assert stats["by_status"] == {"queued": 0, "running": 0, "completed": 0, "dead": 0}
+    assert stats["avg_wait_seconds"] is None
+    assert stats["avg_run_seconds"] is None
+    assert stats["oldest_queued_age_seconds"] is None
+    assert stats["completed_last_minute"] == 0
+
+
+async def test_averages_match_measured_wait_and_run(api: Api) -> None:
+    job = await api.enqueue("timed")
+    enqueued_at = time.monotonic()
+    await asyncio.sleep(0.4)  # the wait being measured, not a synchronisation
+    lease = await api.lease("w")
+    leased_at = time.monotonic()
+    assert lease is not None
+    await asyncio.sleep(0.3)  # the run being measured
+    await api.post(f"/jobs/{job['id']}/complete", {"token": lease["token"]})
+    completed_at = time.monotonic()
+    stats = (await api.get("/stats")).body
+    assert abs(stats["avg_wait_seconds"] - (leased_at - enqueued_at)) < 0.15
+    assert abs(stats["avg_run_seconds"] - (completed_at - leased_at)) < 0.15
+
+
+async def test_totals_survive_a_restart(api: Api, coordinator: Coordinator) -> None:
+    await scripted_scenario(api)
+    before = (await api.get("/stats")).body
+    coordinator.restart(kill=True)
+    after = (await api.get("/stats")).body
+    for field in ("by_status", "totals", "lease_expirations", "stale_token_rejections"):
+        assert after[field] == before[field], field
+
+
+async def test_metrics_in_prometheus_format(api: Api) -> None:
+    await scripted_scenario(api)
+    answer = await api.get("/metrics")
+    assert answer.status == 200
+    found = samples(answer.body.decode())
+    assert found["leasehold_jobs_enqueued_total", (("kind", "a"),)] == 5
+    assert found["leasehold_jobs_completed_total", (("kind", "a"),)] == 3
+    assert found["leasehold_jobs_failed_total", (("kind", "a"),)] == 2
+    assert found["leasehold_jobs_dead_total", (("kind", "a"),)] == 1
+    assert found["leasehold_lease_expirations_total", (("kind", "b"),)] == 1
+    assert found["leasehold_stale_token_rejections_total", (("kind", "a"),)] == 1
+    assert found["leasehold_jobs", (("status", "queued"),)] == 3
+    assert found["leasehold_jobs", (("status", "completed"),)] == 3
+    assert found["leasehold_job_wait_seconds_count", (("kind", "a"),)] == 5
+    assert found["leasehold_job_run_seconds_count", (("kind", "a"),)] == 3
+
+
+async def test_attempt_history_shows_the_takeover(api: Api) -> None:
+    ids = await scripted_scenario(api)
+    # The other b job has waited longer, so it comes first.
+    leased = [await api.lease("rescuer", kinds=["b"]) for _ in range(2)]
+    assert ids["expired"] in {lease["job"]["id"] for lease in leased if lease}
+    history = (await api.get(f"/jobs/{ids['expired']}/attempts")).body["attempts"]
+    assert [(h["token"], h["worker_id"], h["outcome"]) for h in history] == [
+        (1, "wb", "expired"),
+        (2, "rescuer", "running"),
+    ]
+    assert "lease expired" in history[0]["error"]
+    assert history[0]["finished_at"] is not None
+
+
+async def test_logs_are_json_with_job_fields_and_no_payloads(
+    api: Api, coordinator: Coordinator
+) -> None:
+    await scripted_scenario(api)
+    lines = [json.loads(line) for line in coordinator.logs().splitlines() if line.startswith("{")]
+    events = {line["event"] for line in lines}
+    for expected in (
+        "job.enqueued",
+        "job.leased",
+        "job.completed",
+        "job.failed",
+        "job.dead",
+        "lease.expired",
+        "token.stale",
+    ):
+        assert expected in events, expected
+    for line in lines:
+        if line["event"].startswith(("job.", "lease.", "token.")) and "job_id" in line:
+            for field in ("job_id", "kind", "attempt", "worker_id", "token"):
+                assert field in line, (field, line)
+    assert "hunter2" not in coordinator.logs()
+    requests = [line for line in lines if line["event"] == "http.request"]
+    assert any(r["status"] == 409 for r in requests)
+    assert all({"method", "path", "status", "duration_ms"} <= r.keys() for r in requests)
