@@ -12,15 +12,25 @@ from leasehold.api.body import StrictJSONRoute
 from leasehold.api.schemas import (
     AttemptList,
     AttemptOut,
+    BatchCompleteRequest,
+    BatchEnqueueOut,
+    BatchEnqueueRequest,
+    BatchFailRequest,
+    BatchRenewRequest,
+    BatchResultOut,
     BulkRequeueRequest,
     CompleteRequest,
+    EnqueuedOut,
     EnqueueRequest,
     ErrorOut,
     FailRequest,
     Health,
     IdempotencyKey,
+    ItemOutcome,
+    ItemResultOut,
     JobOut,
     JobPage,
+    LeaseBatchOut,
     LeaseOut,
     LeaseRequest,
     ReleaseRequest,
@@ -28,10 +38,16 @@ from leasehold.api.schemas import (
     RequeueCount,
     StatsOut,
 )
-from leasehold.core.service import Enqueue, JobService
-from leasehold.errors import IdempotencyConflict, InvalidRequest, JobNotFound
+from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
+from leasehold.errors import (
+    IdempotencyConflict,
+    InvalidRequest,
+    JobNotFound,
+    LeaseholdError,
+    StaleToken,
+)
 from leasehold.metrics import CONTENT_TYPE
-from leasehold.model import JobStatus
+from leasehold.model import Job, JobStatus
 from leasehold.store.base import DeadFilter, JobFilter
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -105,19 +121,83 @@ async def enqueue(
 
 
 @router.post(
+    "/jobs/batch",
+    response_model=BatchEnqueueOut,
+    responses=_ERRORS,
+)
+async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> BatchEnqueueOut:
+    """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none."""
+    inserted = await service_of(request).enqueue_many(
+        [
+            Enqueue(j.kind, j.payload, j.max_attempts, j.run_after, j.idempotency_key)
+            for j in body.jobs
+        ]
+    )
+    return BatchEnqueueOut(
+        jobs=[EnqueuedOut(job=JobOut.of(i.job), created=i.created) for i in inserted]
+    )
+
+
+@router.post(
     "/lease",
-    response_model=LeaseOut,
+    response_model=LeaseOut | LeaseBatchOut,
     responses={204: {"description": "no job is available"}, **_ERRORS},
 )
-async def lease(body: LeaseRequest, request: Request) -> LeaseOut | Response:
+async def lease(body: LeaseRequest, request: Request) -> LeaseOut | LeaseBatchOut | Response:
     service = service_of(request)
     seconds = body.lease_seconds or request.app.state.settings.default_lease_seconds
     jobs = await service.lease(
-        body.worker_id, seconds, body.kinds, max_jobs=1, wait_seconds=body.wait_seconds
+        body.worker_id,
+        seconds,
+        body.kinds,
+        max_jobs=body.max_jobs or 1,
+        wait_seconds=body.wait_seconds,
     )
     if not jobs:
         return Response(status_code=204)
+    if body.max_jobs is not None:
+        return LeaseBatchOut(leases=[LeaseOut(job=JobOut.of(j), token=j.lease_token) for j in jobs])
     return LeaseOut(job=JobOut.of(jobs[0]), token=jobs[0].lease_token)
+
+
+def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> BatchResultOut:
+    results = []
+    for job_id, answer in zip(ids, answers, strict=True):
+        if isinstance(answer, LeaseholdError):
+            outcome = (
+                ItemOutcome.NOT_FOUND
+                if isinstance(answer, JobNotFound)
+                else ItemOutcome.STALE
+                if isinstance(answer, StaleToken)
+                else ItemOutcome.CONFLICT
+            )
+            results.append(
+                ItemResultOut(id=job_id, outcome=outcome, error=answer.code, message=answer.message)
+            )
+        else:
+            results.append(ItemResultOut(id=job_id, outcome=ItemOutcome.OK, job=JobOut.of(answer)))
+    return BatchResultOut(results=results)
+
+
+@router.post("/batch/renew", response_model=BatchResultOut, responses=_ERRORS)
+async def renew_batch(body: BatchRenewRequest, request: Request) -> BatchResultOut:
+    items = [Renew(i.id, i.token, i.lease_seconds) for i in body.items]
+    answers = await service_of(request).renew_many(items)
+    return _batch_results([i.id for i in body.items], answers)
+
+
+@router.post("/batch/complete", response_model=BatchResultOut, responses=_ERRORS)
+async def complete_batch(body: BatchCompleteRequest, request: Request) -> BatchResultOut:
+    items = [Complete(i.id, i.token, i.result) for i in body.items]
+    answers = await service_of(request).complete_many(items)
+    return _batch_results([i.id for i in body.items], answers)
+
+
+@router.post("/batch/fail", response_model=BatchResultOut, responses=_ERRORS)
+async def fail_batch(body: BatchFailRequest, request: Request) -> BatchResultOut:
+    items = [Fail(i.id, i.token, i.error, i.retryable, i.retry_after_seconds) for i in body.items]
+    answers = await service_of(request).fail_many(items)
+    return _batch_results([i.id for i in body.items], answers)
 
 
 @router.get("/jobs", response_model=JobPage, responses=_ERRORS)

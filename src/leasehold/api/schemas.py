@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import (
@@ -72,6 +73,11 @@ class EnqueueRequest(Strict):
 
 class LeaseRequest(Strict):
     worker_id: WorkerId
+    max_jobs: Annotated[StrictInt, Field(ge=1, le=MAX_JOBS_PER_LEASE)] | None = Field(
+        default=None,
+        description="lease up to this many jobs at once; the answer is then"
+        " {'leases': [...]} instead of a single {'job', 'token'}",
+    )
     lease_seconds: LeaseSeconds | None = None
     kinds: Annotated[list[Kind], Field(min_length=1, max_length=MAX_KINDS_PER_LEASE)] | None = None
     wait_seconds: Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = Field(
@@ -100,6 +106,38 @@ class FailRequest(Strict):
 
 class ReleaseRequest(Strict):
     token: Token
+
+
+MAX_BATCH = 1000
+JobId = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
+
+
+class BatchEnqueueRequest(Strict):
+    jobs: Annotated[list[EnqueueRequest], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+class RenewItem(RenewRequest):
+    id: JobId
+
+
+class CompleteItem(CompleteRequest):
+    id: JobId
+
+
+class FailItem(FailRequest):
+    id: JobId
+
+
+class BatchRenewRequest(Strict):
+    items: Annotated[list[RenewItem], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+class BatchCompleteRequest(Strict):
+    items: Annotated[list[CompleteItem], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+class BatchFailRequest(Strict):
+    items: Annotated[list[FailItem], Field(min_length=1, max_length=MAX_BATCH)]
 
 
 class BulkRequeueRequest(Strict):
@@ -151,6 +189,38 @@ class JobOut(BaseModel):
 class LeaseOut(BaseModel):
     job: JobOut
     token: int
+
+
+class LeaseBatchOut(BaseModel):
+    leases: list[LeaseOut]
+
+
+class EnqueuedOut(BaseModel):
+    job: JobOut
+    created: bool = Field(description="false: the idempotency key was used before")
+
+
+class BatchEnqueueOut(BaseModel):
+    jobs: list[EnqueuedOut]
+
+
+class ItemOutcome(StrEnum):
+    OK = "ok"  # applied, or an idempotent repeat
+    STALE = "stale"  # the token is not the job's current one
+    CONFLICT = "conflict"  # lease expired, or a different outcome already reported
+    NOT_FOUND = "not_found"
+
+
+class ItemResultOut(BaseModel):
+    id: int
+    outcome: ItemOutcome
+    error: str | None = Field(default=None, description="the error code when not ok")
+    message: str | None = None
+    job: JobOut | None = None
+
+
+class BatchResultOut(BaseModel):
+    results: list[ItemResultOut]
 
 
 class JobPage(BaseModel):

@@ -24,9 +24,9 @@ from leasehold.core.transitions import (
     decide_requeue,
     request_fingerprint,
 )
-from leasehold.errors import JobNotFound
+from leasehold.errors import JobNotFound, LeaseholdError
 from leasehold.metrics import Metrics
-from leasehold.model import JSON, Attempt, Job
+from leasehold.model import JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
     DeadFilter,
     Decide,
@@ -65,6 +65,29 @@ class Enqueue:
                 self.kind, self.payload, self.max_attempts, self.run_after
             ),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Renew:
+    job_id: int
+    token: int
+    lease_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Complete:
+    job_id: int
+    token: int
+    result: JSON = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    job_id: int
+    token: int
+    error: str
+    retryable: bool = True
+    retry_after_seconds: float | None = None
 
 
 class Wakeup:
@@ -146,10 +169,10 @@ class JobService:
         return jobs
 
     async def renew(self, job_id: int, token: int, lease_seconds: float | None = None) -> Job:
-        return await self._decide(job_id, token, partial(_renew, token, lease_seconds))
+        return _raise_or_job(await self.renew_many([Renew(job_id, token, lease_seconds)]))
 
     async def complete(self, job_id: int, token: int, result: JSON = None) -> Job:
-        return await self._decide(job_id, token, partial(_complete, token, result))
+        return _raise_or_job(await self.complete_many([Complete(job_id, token, result)]))
 
     async def fail(
         self,
@@ -160,13 +183,44 @@ class JobService:
         retryable: bool = True,
         retry_after_seconds: float | None = None,
     ) -> Job:
-        decide = partial(
-            _fail, token, error, retryable, self.backoff, self.rng, retry_after_seconds
-        )
-        return await self._decide(job_id, token, decide)
+        item = Fail(job_id, token, error, retryable, retry_after_seconds)
+        return _raise_or_job(await self.fail_many([item]))
 
     async def release(self, job_id: int, token: int) -> Job:
-        return await self._decide(job_id, token, partial(_release, token))
+        (answer,) = await self._decide_many([(job_id, token, partial(_release, token))])
+        return _raise_or_job([answer])
+
+    # Batches: one transaction, each item fenced by its own token and answered on its own.
+
+    async def renew_many(self, items: Sequence[Renew]) -> list[Job | LeaseholdError]:
+        return await self._decide_many(
+            [(i.job_id, i.token, partial(_renew, i.token, i.lease_seconds)) for i in items]
+        )
+
+    async def complete_many(self, items: Sequence[Complete]) -> list[Job | LeaseholdError]:
+        return await self._decide_many(
+            [(i.job_id, i.token, partial(_complete, i.token, i.result)) for i in items]
+        )
+
+    async def fail_many(self, items: Sequence[Fail]) -> list[Job | LeaseholdError]:
+        return await self._decide_many(
+            [
+                (
+                    i.job_id,
+                    i.token,
+                    partial(
+                        _fail,
+                        i.token,
+                        i.error,
+                        i.retryable,
+                        self.backoff,
+                        self.rng,
+                        i.retry_after_seconds,
+                    ),
+                )
+                for i in items
+            ]
+        )
 
     # -- reading ------------------------------------------------------------------------
 
@@ -222,16 +276,32 @@ class JobService:
         return len(reaped)
 
     async def _decide(self, job_id: int, token: int | None, decide: Decide) -> Job:
-        (outcome,) = await self.store.jobs_decide([(job_id, decide)])
-        if outcome is None:
-            raise JobNotFound(f"no job has id {job_id}")
-        _log_outcome(outcome, token)
-        self.metrics.decided(outcome)
-        if outcome.error is not None:
-            raise outcome.error
-        if outcome.changed and outcome.job.status == "queued":
+        return _raise_or_job(await self._decide_many([(job_id, token, decide)]))
+
+    async def _decide_many(
+        self, items: Sequence[tuple[int, int | None, Decide]]
+    ) -> list[Job | LeaseholdError]:
+        outcomes = await self.store.jobs_decide([(job_id, decide) for job_id, _, decide in items])
+        answers: list[Job | LeaseholdError] = []
+        requeued = False
+        for (job_id, token, _), outcome in zip(items, outcomes, strict=True):
+            if outcome is None:
+                answers.append(JobNotFound(f"no job has id {job_id}"))
+                continue
+            _log_outcome(outcome, token)
+            self.metrics.decided(outcome)
+            answers.append(outcome.error or outcome.job)
+            requeued |= outcome.changed and outcome.job.status is JobStatus.QUEUED
+        if requeued:
             self.wakeup.notify()
-        return outcome.job
+        return answers
+
+
+def _raise_or_job(answers: list[Job | LeaseholdError]) -> Job:
+    (answer,) = answers
+    if isinstance(answer, LeaseholdError):
+        raise answer
+    return answer
 
 
 # The store calls decide(job, now); these put the request's arguments in front.
