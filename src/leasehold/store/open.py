@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from urllib.parse import urlparse
 
 from leasehold.core.clock import Clock
@@ -23,7 +24,8 @@ def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL
 
         return SqliteStore(sqlite_path(url), clock=clock, synchronous=synchronous)
     if scheme in ("postgres", "postgresql"):
-        from leasehold.store.postgres import PostgresStore
-
-        return PostgresStore(url)
+        # Imported by name so that the embedded default never loads asyncpg.
+        postgres = importlib.import_module("leasehold.store.postgres")
+        store: Store = postgres.PostgresStore(url)
+        return store
     raise ValueError(f"unsupported database URL scheme {scheme!r}: use sqlite:/// or postgresql://")
