@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import random
 from collections.abc import Sequence
@@ -91,20 +92,34 @@ class Fail:
 
 
 class Wakeup:
-    """Wakes long-polling lessees when work may have become available."""
+    """Wakes long-polling lessees when work may have become available.
+
+    ``notify(n)`` wakes the ``n`` longest-waiting lessees (all of them when ``n`` is None),
+    so one new job does not send every idle worker to the database at once.
+    """
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
-    def notify(self) -> None:
-        self._event.set()
-        self._event = asyncio.Event()
+    def notify(self, n: int | None = None) -> None:
+        left = len(self._waiters) if n is None else n
+        while left > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                left -= 1
 
     async def wait(self, seconds: float) -> None:
-        """Until the next notify, or ``seconds`` at most."""
-        event = self._event
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), seconds)
+        """Until notified, or ``seconds`` at most."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, seconds)
+        finally:
+            if not waiter.done() or waiter.cancelled():
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
 
 
 class JobService:
@@ -132,9 +147,8 @@ class JobService:
     async def enqueue_many(self, requests: Sequence[Enqueue]) -> list[Inserted]:
         """All in one transaction: a conflicting idempotency key inserts none of them."""
         inserted = await self.store.job_insert_many([r.new_job() for r in requests])
-        if any(i.created for i in inserted):
-            self.wakeup.notify()
         created = [i.job for i in inserted if i.created]
+        self.wakeup.notify(len(created))
         for job in created:
             log.info("job.enqueued", **_fields(job))
         self.metrics.enqueued(created)
@@ -254,8 +268,7 @@ class JobService:
             if outcome is not None and outcome.changed:
                 moved += 1
                 self.metrics.decided(outcome)
-        if moved:
-            self.wakeup.notify()
+        self.wakeup.notify(moved)
         log.info("jobs.requeued", count=moved)
         return moved
 
@@ -271,8 +284,7 @@ class JobService:
         for outcome in reaped:
             _log_outcome(outcome, outcome.job.lease_token)
             self.metrics.decided(outcome)
-        if reaped:
-            self.wakeup.notify()
+        self.wakeup.notify(len(reaped))
         return len(reaped)
 
     async def _decide(self, job_id: int, token: int | None, decide: Decide) -> Job:
@@ -283,7 +295,7 @@ class JobService:
     ) -> list[Job | LeaseholdError]:
         outcomes = await self.store.jobs_decide([(job_id, decide) for job_id, _, decide in items])
         answers: list[Job | LeaseholdError] = []
-        requeued = False
+        available = 0
         for (job_id, token, _), outcome in zip(items, outcomes, strict=True):
             if outcome is None:
                 answers.append(JobNotFound(f"no job has id {job_id}"))
@@ -291,9 +303,9 @@ class JobService:
             _log_outcome(outcome, token)
             self.metrics.decided(outcome)
             answers.append(outcome.error or outcome.job)
-            requeued |= outcome.changed and outcome.job.status is JobStatus.QUEUED
-        if requeued:
-            self.wakeup.notify()
+            # A retry still in its backoff wakes a lessee for nothing; that costs one read.
+            available += outcome.changed and outcome.job.status is JobStatus.QUEUED
+        self.wakeup.notify(available)
         return answers
 
 
