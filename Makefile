@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install clean bench
+.PHONY: run test lint typecheck unit install clean bench screenshot
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,13 +18,19 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/leasehold serve
 
-## Lint, type-check and run every test (PostgreSQL is installed if missing and started by the tests)
+## Lint, type-check and run every test (PostgreSQL and chromium are installed if missing)
 test: $(STAMP)
 	bash scripts/ensure-postgres.sh
+	bash scripts/ensure-browser.sh
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+## Retake docs/dashboard.png from a real coordinator with a simulated workload (about a minute)
+screenshot: $(STAMP)
+	bash scripts/ensure-browser.sh
+	$(BIN)/python -m tests.browser.screenshot docs/dashboard.png
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

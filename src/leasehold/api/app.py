@@ -17,6 +17,7 @@ from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
 from leasehold.core.reaper import Reaper
 from leasehold.core.service import JobService
+from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
@@ -65,4 +66,5 @@ def create_app(
     app.state.reaper = reaper
     install_error_handlers(app)
     app.include_router(router)
+    mount_dashboard(app)
     return app

@@ -1,0 +1,47 @@
+// All jobs, filtered by status and kind, a page at a time.
+
+import { fill, h } from "./dom.js";
+import { kindInput, labelled, pageSizeSelect, rememberInHash, statusSelect } from "./filters.js";
+import { COLUMNS, JobTable } from "./jobtable.js";
+
+export function mount(root, ctx, params) {
+  const status = statusSelect(params.get("status") ?? "");
+  const kind = kindInput(params.get("kind"), "jobs-kind");
+  const size = pageSizeSelect(Number(params.get("limit")) || 50);
+  const table = new JobTable({
+    caption: "Jobs",
+    empty: "No job matches these filters.",
+    columns: [COLUMNS.id, COLUMNS.kind, COLUMNS.status, COLUMNS.attempts, COLUMNS.created, COLUMNS.finished, COLUMNS.error],
+  });
+
+  async function apply() {
+    const filter = { status: status.value, kind: kind.input.value.trim() };
+    rememberInHash("jobs", { ...filter, limit: size.value === "50" ? "" : size.value });
+    try {
+      await table.load(filter, Number(size.value));
+    } catch (error) {
+      ctx.fail(error);
+    }
+  }
+
+  const form = h(
+    "form",
+    { class: "toolbar", role: "search", "aria-label": "Filter jobs", onsubmit: (e) => (e.preventDefault(), apply()) },
+    labelled("Status", status),
+    labelled("Kind", kind.input, kind.list),
+    labelled("Per page", size),
+    h("button", { type: "submit" }, "Apply"),
+    h("span", { class: "spacer" }),
+    h("button", { type: "button", class: "quiet", onclick: () => table.refresh().catch(ctx.fail) }, "Refresh"),
+  );
+  status.addEventListener("change", apply);
+  size.addEventListener("change", apply);
+  kind.input.addEventListener("change", apply);
+  fill(root, h("h1", {}, "Jobs"), form, h("section", { class: "panel" }, table.el));
+  apply();
+  return {
+    onStats(stats) {
+      kind.setKinds(Object.keys(stats.by_kind));
+    },
+  };
+}

@@ -1,0 +1,106 @@
+// A page of GET /jobs as a table, with the API's cursor paging (next_cursor). The API only
+// pages forwards, so the cursors of the pages seen are kept to go back.
+
+import { get, query } from "./api.js";
+import { fill, h } from "./dom.js";
+import { localTime } from "./format.js";
+
+export function jobLink(job) {
+  return h("a", { href: `#/jobs/${Number(job.id)}`, class: "mono" }, `#${job.id}`);
+}
+
+export function statusBadge(status) {
+  return h("span", { class: `badge ${status}` }, status);
+}
+
+export function timeCell(iso) {
+  return iso ? h("time", { datetime: iso, class: "nowrap" }, localTime(iso)) : "—";
+}
+
+export function errorCell(text) {
+  return text ? h("span", { class: "error-text", title: text }, text) : "";
+}
+
+/** Columns used by several views: {label, cell(job), class?}. */
+export const COLUMNS = {
+  id: { label: "Job", cell: jobLink },
+  kind: { label: "Kind", cell: (j) => j.kind },
+  status: { label: "Status", cell: (j) => statusBadge(j.status) },
+  attempts: { label: "Attempts", class: "num", cell: (j) => `${j.attempts} / ${j.max_attempts}` },
+  created: { label: "Created", class: "hide-narrow", cell: (j) => timeCell(j.created_at) },
+  finished: { label: "Finished", class: "hide-narrow", cell: (j) => timeCell(j.finished_at) },
+  error: { label: "Last error", cell: (j) => errorCell(j.last_error) },
+};
+
+export class JobTable {
+  /** columns: [{label, cell(job) -> Node|string, class?}]; onRows(jobs) after each render. */
+  constructor({ caption, columns, empty, pageSize = 50, onRows }) {
+    this.caption = caption;
+    this.columns = columns;
+    this.empty = empty;
+    this.pageSize = pageSize;
+    this.onRows = onRows;
+    this.filter = {};
+    this.cursors = [null]; // cursors[i] fetches page i
+    this.page = 0;
+    this.nextCursor = null;
+    this.body = h("div", { class: "table-wrap" });
+    this.position = h("span", { class: "muted", "aria-live": "polite" });
+    this.prevButton = h("button", { type: "button", onclick: () => this.go(this.page - 1) }, "← Previous");
+    this.nextButton = h("button", { type: "button", onclick: () => this.go(this.page + 1) }, "Next →");
+    this.el = h(
+      "div",
+      {},
+      this.body,
+      h("div", { class: "pager" }, this.position, this.prevButton, this.nextButton),
+    );
+  }
+
+  /** Start again at the first page with this filter ({status?, kind?}). */
+  async load(filter, pageSize = this.pageSize) {
+    this.filter = filter;
+    this.pageSize = pageSize;
+    this.cursors = [null];
+    this.page = 0;
+    await this.refresh();
+  }
+
+  async go(page) {
+    if (page < 0 || page >= this.cursors.length) return;
+    this.page = page;
+    await this.refresh();
+  }
+
+  /** Fetch the current page again. */
+  async refresh() {
+    const params = { ...this.filter, limit: this.pageSize, cursor: this.cursors[this.page] };
+    const answer = await get(`jobs${query(params)}`);
+    this.nextCursor = answer.next_cursor;
+    this.cursors.length = this.page + 1;
+    if (this.nextCursor) this.cursors.push(this.nextCursor);
+    this.render(answer.jobs);
+    return answer.jobs;
+  }
+
+  render(jobs) {
+    this.prevButton.disabled = this.page === 0;
+    this.nextButton.disabled = !this.nextCursor;
+    const first = this.page * this.pageSize + 1;
+    this.position.textContent = jobs.length
+      ? `Page ${this.page + 1} · jobs ${first}–${first + jobs.length - 1} by id`
+      : "";
+    if (!jobs.length) {
+      fill(this.body, h("p", { class: "empty-state" }, this.page ? "No more jobs." : this.empty));
+    } else {
+      const head = h("tr", {}, this.columns.map((c) => h("th", { scope: "col", class: c.class }, c.label)));
+      const rows = jobs.map((job) =>
+        h("tr", { dataset: { jobId: job.id } }, this.columns.map((c) => h("td", { class: c.class }, c.cell(job)))),
+      );
+      fill(
+        this.body,
+        h("table", {}, h("caption", { class: "visually-hidden" }, this.caption), h("thead", {}, head), h("tbody", {}, rows)),
+      );
+    }
+    this.onRows?.(jobs);
+  }
+}
