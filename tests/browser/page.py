@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PIL import Image
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
@@ -18,7 +19,10 @@ TIMEOUT = 10.0
 def wait_for(
     driver: WebDriver, condition: Callable[[WebDriver], Any], timeout: float = TIMEOUT
 ) -> Any:
-    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+    # The page re-renders lists as data arrives: an element found a moment ago may be gone.
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]
+    ).until(condition)
 
 
 def element(driver: WebDriver, css: str, timeout: float = TIMEOUT) -> WebElement:
@@ -33,8 +37,12 @@ def element(driver: WebDriver, css: str, timeout: float = TIMEOUT) -> WebElement
 
 
 def text_of(driver: WebDriver, css: str) -> str:
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    return found[0].text if found else ""
+    """The element's text, or "" when it is not there (or was just replaced)."""
+    try:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        return found[0].text if found else ""
+    except StaleElementReferenceException:
+        return ""
 
 
 def number(text: str) -> int | None:

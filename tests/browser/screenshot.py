@@ -128,9 +128,7 @@ def main() -> None:
             thread.start()
         browser.driver.get(coordinator.url + "/ui/")
         stop.wait(args.seconds)
-        expected = http.get("/stats")["by_status"]
         wait_for(browser.driver, lambda d: all(v is not None for v in status_counts(d).values()))
-        del expected
         png = browser.driver.get_screenshot_as_png()
         assert_not_blank(png)
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -113,7 +113,7 @@ def test_running_job_shows_its_lease_counting_down(
     driver = browser.driver
     driver.get(dashboard.url + "/ui/#/running")
     row = f'tr[data-job-id="{seeded.running[0]}"]'
-    first = element(driver, f"{row} .countdown").text
+    first: str = wait_for(driver, lambda d: text_of(d, f"{row} .countdown"))
     # A 600 s lease; the page reads the coordinator's clock from Date headers (to the second).
     assert 585 <= seconds_left(first) <= 601, first
     assert "thumbnailer-1" in text_of(driver, row)

@@ -78,7 +78,8 @@ async function probe() {
     await post("jobs/probe/requeue");
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return set("admin", !getToken());
-    return set("read-only");
+    if (error instanceof ApiError && error.isAuth) return set("read-only");
+    return set("unreachable"); // asked again after the next answer from /stats
   }
   return set("admin", !getToken()); // cannot happen: no job has that id
 }

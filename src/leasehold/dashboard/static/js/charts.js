@@ -41,11 +41,13 @@ function lastValue(points) {
 /**
  * A panel with a title, a legend showing each series' latest value, and the chart.
  * series: [{key, name}]; key is also the CSS colour class (s-<key>).
- * format(value) writes values for the legend and the y axis; floor is the smallest y range.
+ * format(value) writes values for the legend and the y axis; floor is the smallest y range;
+ * integer keeps gridlines on whole numbers (for counts).
  */
 export class LineChart {
-  constructor(title, series, { format, floor = 1, description = "" }) {
+  constructor(title, series, { format, floor = 1, integer = false }) {
     this.title = title;
+    this.integer = integer;
     this.series = series;
     this.format = format;
     this.floor = floor;
@@ -61,7 +63,6 @@ export class LineChart {
       "section",
       { class: "panel chart-panel", "aria-label": title },
       h("div", { class: "chart-head" }, h("h2", {}, title), legend),
-      description ? h("p", { class: "visually-hidden" }, description) : null,
       this.canvas,
     );
   }
@@ -83,7 +84,9 @@ export class LineChart {
       }
       this.values.get(s.key).textContent = this.format(lastValue(data[s.key] ?? []));
     }
-    const top = niceCeil(Math.max(max, this.floor));
+    let top = niceCeil(Math.max(max, this.floor));
+    if (this.integer && !Number.isInteger(top / 2)) top *= 2; // counts: no "2.5" gridline
+
     const x = (t) => PAD.left + ((t - start) / windowMs) * plotW;
     const y = (v) => PAD.top + plotH - (Math.min(v, top) / top) * plotH;
     const summary = this.series

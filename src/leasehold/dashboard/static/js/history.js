@@ -58,10 +58,11 @@ export class StatsHistory {
   }
 
   /**
-   * Per-second rate of totals[event] over the trailing windowMs at each sample: smooth enough
-   * for rare events (lease expirations), where one event per poll would draw a spike.
+   * At each sample, how many totals[event] happened in the trailing windowMs (or since the
+   * first sample, while there is less history): steadier than a rate for rare events such as
+   * lease expirations, where one event in one poll would draw a spike.
    */
-  trailingRate(event, windowMs) {
+  trailingCount(event, windowMs) {
     const points = [];
     let j = 0;
     for (let i = 1; i < this.samples.length; i++) {
@@ -69,9 +70,15 @@ export class StatsHistory {
       while (this.samples[j].t < b.t - windowMs) j++;
       const a = this.samples[Math.min(j, i - 1)];
       const delta = (b.stats.totals?.[event] ?? 0) - (a.stats.totals?.[event] ?? 0);
-      points.push({ t: b.t, v: delta >= 0 ? delta / ((b.t - a.t) / 1000) : null });
+      points.push({ t: b.t, v: delta >= 0 ? delta : null });
     }
     return points;
+  }
+
+  /** "in the last 5 min", or "since page load" while there is less history. */
+  get spanText() {
+    const full = this.samples.length > 1 && this.end - this.samples[0].t >= KEEP_MS - 5000;
+    return full ? "in the last 5 min" : "since page load";
   }
 
   /** A figure of each sample, pick(stats) -> number or null. */

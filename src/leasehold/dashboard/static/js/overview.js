@@ -106,15 +106,15 @@ export function mount(root, ctx) {
         { key: "running", name: "running" },
         { key: "dead", name: "dead" },
       ],
-      { format: count, floor: 4 },
+      { format: count, floor: 4, integer: true },
     ),
     trouble: new LineChart(
-      "Lease trouble (per minute, trailing)",
+      "Lease trouble (last minute)",
       [
         { key: "expired", name: "lease expirations" },
         { key: "stale", name: "stale tokens" },
       ],
-      { format: rate, floor: 1 },
+      { format: count, floor: 4, integer: true },
     ),
   };
   const mix = h("div");
@@ -143,14 +143,13 @@ export function mount(root, ctx) {
     figures.failures.value.textContent = count(stats.totals.failed);
     figures.failures.sub.textContent = `${count(stats.failed_last_minute)} in the last minute`;
     figures.expirations.value.textContent = count(stats.lease_expirations);
-    figures.expirations.sub.textContent = `+${count(history.growth((x) => x.lease_expirations))} recently`;
+    figures.expirations.sub.textContent = `+${count(history.growth((x) => x.lease_expirations))} ${history.spanText}`;
     figures.stale.value.textContent = count(stats.stale_token_rejections);
-    figures.stale.sub.textContent = `+${count(history.growth((x) => x.stale_token_rejections))} recently`;
+    figures.stale.sub.textContent = `+${count(history.growth((x) => x.stale_token_rejections))} ${history.spanText}`;
     figures.enqueued.value.textContent = count(stats.totals.enqueued);
     figures.enqueued.sub.textContent = `${count(stats.totals.leased)} leases`;
     const end = history.end;
     const span = history.windowMs;
-    const perMinute = (points) => points.map((p) => ({ t: p.t, v: p.v === null ? null : p.v * 60 }));
     const MINUTE_MS = 60 * 1000;
     charts.throughput.update(
       { enqueued: history.rate("enqueued"), completed: history.rate("completed"), failed: history.rate("failed") },
@@ -177,8 +176,8 @@ export function mount(root, ctx) {
     );
     charts.trouble.update(
       {
-        expired: perMinute(history.trailingRate("lease_expired", MINUTE_MS)),
-        stale: perMinute(history.trailingRate("stale_token", MINUTE_MS)),
+        expired: history.trailingCount("lease_expired", MINUTE_MS),
+        stale: history.trailingCount("stale_token", MINUTE_MS),
       },
       end,
       span,
