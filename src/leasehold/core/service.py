@@ -96,6 +96,7 @@ class JobService:
         self.backoff = backoff or BackoffPolicy()
         self.rng = rng or random.Random()
         self.wakeup = Wakeup()
+        store.subscribe(self.wakeup.notify)  # work made available by other coordinators
 
     # -- producers ----------------------------------------------------------------------
 

@@ -77,6 +77,13 @@ class Store(Protocol):
 
     async def close(self) -> None: ...
 
+    def subscribe(self, on_available: Callable[[], None]) -> None:
+        """Call ``on_available`` (on the event loop) whenever another store on the same
+        database may have made work available, so that long polls wake across coordinators
+        (this store's own changes may be reported too). Called before ``open``; a store
+        that no other process writes to never calls it."""
+        ...
+
     async def now(self) -> datetime:
         """The store's notion of the current time (see the module docstring)."""
         ...

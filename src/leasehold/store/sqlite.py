@@ -121,6 +121,9 @@ class SqliteStore:
         await asyncio.to_thread(self._thread.join)
         self._thread = None
 
+    def subscribe(self, on_available: Callable[[], None]) -> None:
+        """Nothing to do: this process is the only one writing to the file."""
+
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
