@@ -42,6 +42,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def postgres_url(pg_server: PgServer) -> str:
+    """A fresh, empty PostgreSQL database, for what only PostgreSQL does (many coordinators)."""
+    return pg_server.create_database(f"t_{uuid.uuid4().hex[:16]}")
+
+
+@pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'leasehold.db'}"
 

@@ -51,15 +51,21 @@ _MIGRATION_LOCK: Final = 0x6C65617365686F6C
 _ACQUIRE_TIMEOUT: Final = 30.0  # seconds a request may wait for a pooled connection
 _RELISTEN_SECONDS: Final = 1.0  # pause between attempts to get the LISTEN connection back
 
-# Errors that say "the database cannot be reached or cannot serve now", answered with 503.
-# InterfaceError covers a closed connection or pool; a deadlock or serialisation failure
-# (class 40) rolled the transaction back whole, so a retry is safe.
-_UNAVAILABLE: Final = (
+# Errors after which a connection is in doubt: it is closed rather than pooled again.
+# InternalClientError is what asyncpg raises when the server's goodbye (an admin shutdown)
+# arrived on an idle connection before the socket closed.
+_CONNECTION_LOST: Final = (
     OSError,
     TimeoutError,
     asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
     asyncpg.PostgresConnectionError,
     asyncpg.exceptions.OperatorInterventionError,
+)
+# Errors that say "the database cannot serve now", answered with 503. A deadlock or a
+# serialisation failure (class 40) rolled the transaction back whole: a retry is safe.
+_UNAVAILABLE: Final = (
+    *_CONNECTION_LOST,
     asyncpg.exceptions.InsufficientResourcesError,
     asyncpg.exceptions.TransactionRollbackError,
 )
@@ -264,7 +270,11 @@ class PostgresStore:
             raise Unavailable("the store is not open")
         with _translated():
             async with self._pool.acquire(timeout=_ACQUIRE_TIMEOUT) as conn:
-                yield conn
+                try:
+                    yield conn
+                except _CONNECTION_LOST:
+                    conn.terminate()
+                    raise
 
     @contextlib.asynccontextmanager
     async def _transaction(self) -> AsyncIterator[asyncpg.Connection]:
