@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -21,13 +22,16 @@ if importlib.util.find_spec("leasehold.store.postgres") is not None:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+def pg_server() -> Iterator[PgServer]:
     bin_dir = find_pg_bin()
     if bin_dir is None:
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL binaries are missing in CI (scripts/ensure-postgres.sh)")
         pytest.skip("!!! PostgreSQL server binaries not found: PostgreSQL tests SKIPPED !!!")
-    server = start_pg_server(tmp_path_factory.mktemp("pg"), bin_dir=bin_dir)
+    # Not under pytest's base temp: every pytest session that starts on this machine (other
+    # checkouts included) takes the o+x bit off /tmp/pytest-of-<user> again, and the
+    # unprivileged server user then cannot reach its files while it starts.
+    server = start_pg_server(Path(tempfile.gettempdir()), bin_dir=bin_dir)
     yield server
     server.stop()
 
