@@ -109,11 +109,29 @@ _LEASE: Final = (
 _LEASE_ANY: Final = _LEASE.format(pick=_PICK_ANY)
 _LEASE_KINDS: Final = _LEASE.format(pick=_PICK_KINDS)
 # Rows sorted so that two transactions counting the same names lock them in one order.
-_COUNT: Final = (
+_COUNTED: Final = (
     f"INSERT INTO counters (name, kind, shard, value) SELECT e.name, e.kind, {_SHARD}, e.n"
-    " FROM unnest($1::text[], $2::text[], $3::bigint[]) AS e(name, kind, n)"
+    " FROM jsonb_to_recordset({events}::jsonb) AS e(name text, kind text, n bigint)"
     " ORDER BY e.name, e.kind"
     " ON CONFLICT (name, kind, shard) DO UPDATE SET value = counters.value + excluded.value"
+)
+_COUNT: Final = _COUNTED.format(events="$1")
+# One decision's writes in one statement: a round trip costs more than the work. The job's
+# write ($14: the outcome changed it) is guarded by the token and status that were read,
+# and ``written`` counts what the guard let through. The attempt record is closed when $15
+# is given; the batch's counts ride along with its last write. Every row is found by its
+# primary key, so the plan cannot turn into a scan however the tables grow.
+_WRITE: Final = (
+    "WITH written AS ("
+    " UPDATE jobs SET status = $4, attempts = $5, run_after = $6, lease_owner = $7,"
+    " lease_expires_at = $8, lease_seconds = $9, finished_at = $10, result = $11,"
+    " last_error = $12, report = $13"
+    " WHERE $14 AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
+    "), closed AS ("
+    " UPDATE attempts SET outcome = $15, finished_at = $16, error = $17"
+    " WHERE $15::text IS NOT NULL AND job_id = $1 AND token = $2"
+    f"), counted AS ({_COUNTED.format(events='$18')})"
+    " SELECT count(*) FROM written"
 )
 _NOTIFY: Final = f"NOTIFY {CHANNEL}"
 
@@ -146,12 +164,48 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def _events(events: Counter[tuple[str, str]]) -> str:
+    rows = [{"name": n, "kind": k, "n": v} for (n, k), v in sorted(events.items())]
+    return orjson.dumps(rows).decode()
+
+
 async def _count(conn: asyncpg.Connection, events: Counter[tuple[str, str]]) -> None:
     if events:
-        keys = sorted(events)
-        await conn.execute(
-            _COUNT, [n for n, _ in keys], [k for _, k in keys], [events[k] for k in keys]
-        )
+        await conn.execute(_COUNT, _events(events))
+
+
+async def _write(
+    conn: asyncpg.Connection,
+    before: Job,
+    outcome: Outcome,
+    now: datetime,
+    events: Counter[tuple[str, str]],
+) -> None:
+    after = outcome.job
+    completed = outcome.attempt is AttemptOutcome.COMPLETED
+    written = await conn.fetchval(
+        _WRITE,
+        before.id,
+        before.lease_token,
+        before.status,
+        after.status,
+        after.attempts,
+        after.run_after,
+        after.lease_owner,
+        after.lease_expires_at,
+        after.lease_seconds,
+        after.finished_at,
+        _json(after.result) if after.result is not None else None,
+        after.last_error,
+        after.report,
+        outcome.changed,
+        outcome.attempt,
+        now,
+        None if completed else after.last_error,
+        _events(events),
+    )
+    if written != outcome.changed:  # the row is locked: refuse rather than half-apply
+        raise Unavailable(f"job {before.id} changed under a guarded write")
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -351,59 +405,24 @@ class PostgresStore:
             now: datetime = rows[0]["now"]
             current = {row["id"]: _job(row) for row in rows}
             outcomes: list[Outcome | None] = []
+            writes: list[tuple[Job, Outcome]] = []
             events: Counter[tuple[str, str]] = Counter()
             for job_id, decide in items:
                 before = current.get(job_id)
                 outcome = decide(before, now) if before is not None else None
                 if before is not None and outcome is not None:
-                    await self._apply(conn, before, outcome, now)
+                    if outcome.changed or outcome.attempt is not None:
+                        writes.append((before, outcome))
                     current[job_id] = outcome.job
                     events.update((name, before.kind) for name in outcome.events)
                 outcomes.append(outcome)
-            await _count(conn, events)
-            if any(
-                o is not None and o.changed and o.job.status is JobStatus.QUEUED for o in outcomes
-            ):
+            for i, (before, outcome) in enumerate(writes, start=1):
+                await _write(conn, before, outcome, now, events if i == len(writes) else Counter())
+            if not writes:
+                await _count(conn, events)
+            if any(o is not None and o.changed and o.job.status == "queued" for o in outcomes):
                 await conn.execute(_NOTIFY)
             return outcomes
-
-    @staticmethod
-    async def _apply(
-        conn: asyncpg.Connection, before: Job, outcome: Outcome, now: datetime
-    ) -> None:
-        if outcome.changed:
-            after = outcome.job
-            written = await conn.execute(
-                "UPDATE jobs SET status = $1, attempts = $2, run_after = $3, lease_owner = $4,"
-                " lease_expires_at = $5, lease_seconds = $6, finished_at = $7, result = $8,"
-                " last_error = $9, report = $10"
-                " WHERE id = $11 AND lease_token = $12 AND status = $13",
-                after.status,
-                after.attempts,
-                after.run_after,
-                after.lease_owner,
-                after.lease_expires_at,
-                after.lease_seconds,
-                after.finished_at,
-                _json(after.result) if after.result is not None else None,
-                after.last_error,
-                after.report,
-                before.id,
-                before.lease_token,
-                before.status,
-            )
-            if written != "UPDATE 1":  # the row is locked: refuse rather than half-apply
-                raise Unavailable(f"job {before.id} changed under a guarded write")
-        if outcome.attempt is not None:
-            await conn.execute(
-                "UPDATE attempts SET outcome = $1, finished_at = $2, error = $3"
-                " WHERE job_id = $4 AND token = $5",
-                outcome.attempt,
-                now,
-                None if outcome.attempt is AttemptOutcome.COMPLETED else outcome.job.last_error,
-                before.id,
-                before.lease_token,
-            )
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         async with self._connection() as conn:
