@@ -36,19 +36,26 @@ def pg_server() -> Iterator[PgServer]:
     server.stop()
 
 
+def _fresh_database(server: PgServer) -> Iterator[str]:
+    # Dropped afterwards, so that a full run leaves a small server to delete.
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    yield server.create_database(name)
+    server.drop_database(name)
+
+
 @pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, empty database on each backend."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'leasehold.db'}"
-    server: PgServer = request.getfixturevalue("pg_server")
-    return server.create_database(f"t_{uuid.uuid4().hex[:16]}")
+        yield f"sqlite:///{tmp_path / 'leasehold.db'}"
+    else:
+        yield from _fresh_database(request.getfixturevalue("pg_server"))
 
 
 @pytest.fixture
-def postgres_url(pg_server: PgServer) -> str:
+def postgres_url(pg_server: PgServer) -> Iterator[str]:
     """A fresh, empty PostgreSQL database, for what only PostgreSQL does (many coordinators)."""
-    return pg_server.create_database(f"t_{uuid.uuid4().hex[:16]}")
+    yield from _fresh_database(pg_server)
 
 
 @pytest.fixture
