@@ -10,8 +10,10 @@ synchronous_commit off, so the database's disk is not what is measured), fills a
 database with jobs, starts the coordinators (``leasehold serve``, log level warning) and
 runs ``--clients`` HTTP workers in this process, split evenly over the coordinators. Each
 worker leases one job, completes it and repeats. After a warm-up the completions in a fixed
-window are counted. Everything shares this machine's cores: the figures are for
-comparison on one machine, not a capacity claim.
+window are counted; the runs of each setting are interleaved. It also prints the CPU time
+the coordinators, the PostgreSQL server and the clients spent per cycle, which is steadier
+than the rate when the machine is shared. Everything shares this machine's cores: the
+figures are for comparison on one machine, not a capacity claim.
 
 ``--deep N`` adds N queued jobs of other kinds, then times single leases through the store
 with and without a kinds filter, to show leasing stays flat however long the queue.
@@ -196,25 +198,34 @@ def main() -> None:
     parser.add_argument("--deep", type=int, default=0, help="also time leases at this depth")
     args = parser.parse_args()
 
-    print(f"cores: {os.cpu_count()}, clients: {args.clients}, window: {args.window:.0f} s")
+    load = "  ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"cores: {os.cpu_count()}, load average {load}; clients: {args.clients}", flush=True)
+    results: dict[int, list[Result]] = {n: [] for n in args.coordinators}
     with tempfile.TemporaryDirectory(prefix="leasehold-bench-") as tmp:
         server = start_pg_server(Path(tmp))
         try:
-            for n in args.coordinators:
-                results = [measure(server, n, args, Path(tmp)) for _ in range(args.repeat)]
-                rates = [r.rate for r in results]
-                runs = "  ".join(f"{r:,.0f}" for r in rates)
-                median = statistics.median(rates)
-                cpu = "  ".join(
-                    f"{name} {statistics.median(r.cpu_ms[name] for r in results):.2f}"
-                    for name in results[0].cpu_ms
-                )
-                print(f"{n} coordinator(s): median {median:,.0f} cycles/s   (runs: {runs})")
-                print(f"    CPU ms per cycle: {cpu}", flush=True)
+            # Interleaved, so that a change in the machine's load falls on every setting.
+            for _ in range(args.repeat):
+                for n in args.coordinators:
+                    results[n].append(measure(server, n, args, Path(tmp)))
+            for n, runs in results.items():
+                report(n, runs)
             if args.deep:
                 deep_queue(server, args.deep)
         finally:
             server.stop()
+    load = "  ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average at the end {load}")
+
+
+def report(n_coordinators: int, runs: list[Result]) -> None:
+    rates = "  ".join(f"{r.rate:,.0f}" for r in runs)
+    median = statistics.median(r.rate for r in runs)
+    cpu = "  ".join(
+        f"{name} {statistics.median(r.cpu_ms[name] for r in runs):.2f}" for name in runs[0].cpu_ms
+    )
+    print(f"{n_coordinators} coordinator(s): median {median:,.0f} cycles/s   (runs: {rates})")
+    print(f"    CPU ms per cycle (medians): {cpu}")
 
 
 if __name__ == "__main__":
