@@ -3,7 +3,7 @@
 Run from the repository root (it uses the tests' throwaway server and process helpers)::
 
     .venv/bin/python -m bench.postgres_coordinators
-    .venv/bin/python -m bench.postgres_coordinators --deep 1000000   # lease cost at depth
+    .venv/bin/python -m bench.postgres_coordinators --repeat 0 --deep 1000000
 
 Each run starts a throwaway PostgreSQL server (tests/pgserver.py: fsync and
 synchronous_commit off, so the database's disk is not what is measured), fills a fresh
@@ -209,7 +209,8 @@ def main() -> None:
                 for n in args.coordinators:
                     results[n].append(measure(server, n, args, Path(tmp)))
             for n, runs in results.items():
-                report(n, runs)
+                if runs:
+                    report(n, runs)
             if args.deep:
                 deep_queue(server, args.deep)
         finally:
