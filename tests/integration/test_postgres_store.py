@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from leasehold.core import service as service_module
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.service import Enqueue, JobService
 from leasehold.errors import InvalidRequest, Unavailable
@@ -155,6 +156,26 @@ async def test_work_made_available_wakes_the_other_stores(open_store: StoreFacto
     await wakes(service.requeue(job.id))
 
 
+async def test_a_long_poll_wakes_for_a_job_enqueued_through_another_store(
+    open_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wake-up crosses coordinators: JobService subscribes its Wakeup to the store."""
+    monkeypatch.setattr(service_module, "_POLL_RECHECK_SECONDS", 3600)  # only a wake-up helps
+    poller, producer = JobService(await open_store()), JobService(await open_store())
+    waiting, wait = asyncio.Event(), poller.wakeup.wait
+
+    async def wait_and_say_so(seconds: float) -> None:
+        waiting.set()
+        await wait(seconds)
+
+    monkeypatch.setattr(poller.wakeup, "wait", wait_and_say_so)
+    lease = asyncio.create_task(poller.lease("w", 60, wait_seconds=60))
+    await asyncio.wait_for(waiting.wait(), WAKE_TIMEOUT)
+    job = (await producer.enqueue(Enqueue("k"))).job
+    (leased,) = await asyncio.wait_for(lease, WAKE_TIMEOUT)
+    assert leased.id == job.id
+
+
 async def test_the_listen_connection_comes_back_after_a_loss(
     open_store: StoreFactory, pg_server: PgServer, postgres_url: str
 ) -> None:
@@ -195,7 +216,11 @@ async def test_a_value_postgresql_cannot_store_is_an_invalid_request(
     open_store: StoreFactory,
 ) -> None:
     """PostgreSQL text and jsonb refuse NUL characters; that is the request's fault."""
-    store = await open_store()
+    service = JobService(await open_store())
     with pytest.raises(InvalidRequest):
-        await store.job_insert_many([NewJob("k", {"s": "a\u0000b"}, 3, None, None, "h")])
-    assert (await store.counts_by_status())[JobStatus.QUEUED] == 0
+        await service.enqueue(Enqueue("k", {"s": "a\u0000b"}))
+    job = (await service.enqueue(Enqueue("k"))).job
+    (leased,) = await service.lease("w", 60)
+    with pytest.raises(InvalidRequest):
+        await service.fail(job.id, leased.lease_token, "bad\x00byte")
+    assert await service.get(job.id) == leased

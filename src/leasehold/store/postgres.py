@@ -69,6 +69,12 @@ _UNAVAILABLE: Final = (
     asyncpg.exceptions.InsufficientResourcesError,
     asyncpg.exceptions.TransactionRollbackError,
 )
+# Text and jsonb cannot hold the NUL character, which JSON strings and SQLite can: a
+# request carrying one is refused as invalid, not answered with a server error.
+_UNSTORABLE: Final = (
+    asyncpg.exceptions.CharacterNotInRepertoireError,
+    asyncpg.exceptions.UntranslatableCharacterError,
+)
 
 # Leasing: the jobs to take are picked in an InitPlan (``= ANY(ARRAY(...))``) so that the
 # UPDATE finds them by primary key whatever the plan; ``id IN (...)`` lets a generic plan
@@ -88,6 +94,8 @@ _PICK_KINDS: Final = (
     " AND run_after <= now() ORDER BY run_after, id LIMIT $3 FOR UPDATE SKIP LOCKED"
     ") AS head ORDER BY head.run_after, head.id LIMIT $3"
 )
+# The counter row a session adds to (see the migration): sessions of any coordinator
+# rarely share one, and a total is the sum over at most 16 rows.
 _SHARD: Final = "pg_backend_pid() % 16"
 _LEASE: Final = (
     "WITH leased AS ("
@@ -221,8 +229,8 @@ def _translated() -> Iterator[None]:
     except _UNAVAILABLE as exc:
         log.warning("store.unavailable", error=f"{type(exc).__name__}: {exc}")
         raise Unavailable(f"database unavailable: {type(exc).__name__}: {exc}") from exc
-    except asyncpg.DataError as exc:  # e.g. a NUL character, which PostgreSQL cannot store
-        raise InvalidRequest(f"the database refused a value: {exc}") from exc
+    except _UNSTORABLE as exc:
+        raise InvalidRequest(f"PostgreSQL cannot store a value of this request: {exc}") from exc
 
 
 class PostgresStore:
@@ -247,7 +255,11 @@ class PostgresStore:
                 await self._migrate(conn)
         listening: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._listener = asyncio.create_task(self._listen(listening), name="leasehold-listen")
-        await listening
+        try:
+            await listening
+        except BaseException:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         if self._listener is not None:
@@ -420,7 +432,7 @@ class PostgresStore:
                 await _write(conn, before, outcome, now, events if i == len(writes) else Counter())
             if not writes:
                 await _count(conn, events)
-            if any(o is not None and o.changed and o.job.status == "queued" for o in outcomes):
+            if any(o and o.changed and o.job.status is JobStatus.QUEUED for o in outcomes):
                 await conn.execute(_NOTIFY)
             return outcomes
 
