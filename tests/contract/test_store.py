@@ -200,6 +200,7 @@ async def test_lease_with_kinds_merges_their_queues_in_order(store: Store) -> No
     assert [j.id for j in got] == [b5.id, a4.id, b2.id]
     assert [j.id for j in await lease(store, kinds=("b", "a"), n=5)] == [a1.id]
     assert await lease(store, kinds=("missing",)) == []
+    assert await lease(store, kinds=()) == []
     assert [j.id for j in await lease(store, n=5)] == [c6.id, c3.id]
 
 

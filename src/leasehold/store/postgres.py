@@ -395,7 +395,7 @@ class PostgresStore:
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
         args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
         if request.kinds is not None:
-            args.append(list(request.kinds))
+            args.append(list(dict.fromkeys(request.kinds)))  # a kind twice would fill n twice
         async with self._connection() as conn:
             rows = await conn.fetch(_LEASE_ANY if request.kinds is None else _LEASE_KINDS, *args)
         return sorted((_job(r) for r in rows), key=lambda j: (j.run_after, j.id))
