@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -21,24 +22,40 @@ if importlib.util.find_spec("leasehold.store.postgres") is not None:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+def pg_server() -> Iterator[PgServer]:
     bin_dir = find_pg_bin()
     if bin_dir is None:
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL binaries are missing in CI (scripts/ensure-postgres.sh)")
         pytest.skip("!!! PostgreSQL server binaries not found: PostgreSQL tests SKIPPED !!!")
-    server = start_pg_server(tmp_path_factory.mktemp("pg"), bin_dir=bin_dir)
+    # Not under pytest's base temp: every pytest session that starts on this machine (other
+    # checkouts included) takes the o+x bit off /tmp/pytest-of-<user> again, and the
+    # unprivileged server user then cannot reach its files while it starts.
+    server = start_pg_server(Path(tempfile.gettempdir()), bin_dir=bin_dir)
     yield server
     server.stop()
 
 
+def _fresh_database(server: PgServer) -> Iterator[str]:
+    # Dropped afterwards, so that a full run leaves a small server to delete.
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    yield server.create_database(name)
+    server.drop_database(name)
+
+
 @pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, empty database on each backend."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'leasehold.db'}"
-    server: PgServer = request.getfixturevalue("pg_server")
-    return server.create_database(f"t_{uuid.uuid4().hex[:16]}")
+        yield f"sqlite:///{tmp_path / 'leasehold.db'}"
+    else:
+        yield from _fresh_database(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture
+def postgres_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database, for what only PostgreSQL does (many coordinators)."""
+    yield from _fresh_database(pg_server)
 
 
 @pytest.fixture

@@ -315,6 +315,24 @@ class PgServer:
         _run_coroutine(create())
         return self.dsn_for(name)
 
+    def drop_database(self, name: str) -> None:
+        """Drop the database ``name`` if it exists, cutting off any session still on it.
+
+        Synchronous, like :meth:`create_database`.
+        """
+
+        async def drop() -> None:
+            import asyncpg
+
+            conn = await asyncpg.connect(self.dsn)
+            try:
+                await conn.execute(f"DROP DATABASE IF EXISTS {_quote_ident(name)} WITH (FORCE)")
+            finally:
+                await conn.close()
+
+        if self.running:
+            _run_coroutine(drop())
+
     def stop(self) -> None:
         """Stop the server at once (immediate shutdown) and delete its files.
 

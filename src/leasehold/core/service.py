@@ -137,6 +137,7 @@ class JobService:
         self.rng = rng or random.Random()
         self.wakeup = Wakeup()
         self.metrics = Metrics()
+        store.subscribe(self.wakeup.notify)  # work made available by other coordinators
 
     # -- producers ----------------------------------------------------------------------
 

@@ -89,6 +89,13 @@ class Store(Protocol):
 
     async def close(self) -> None: ...
 
+    def subscribe(self, on_available: Callable[[], None]) -> None:
+        """Call ``on_available`` (on the event loop) whenever another store on the same
+        database may have made work available, so that long polls wake across coordinators
+        (this store's own changes may be reported too). Called before ``open``; a store
+        that no other process writes to never calls it."""
+        ...
+
     async def now(self) -> datetime:
         """The store's notion of the current time (see the module docstring)."""
         ...
@@ -131,6 +138,11 @@ class Store(Protocol):
 
     async def attempts_list(self, job_id: int) -> list[Attempt]:
         """The job's lease history, oldest first."""
+        ...
+
+    async def counts_by_status(self) -> dict[JobStatus, int]:
+        """Jobs by status counted from the jobs themselves: the ground truth that the
+        counts kept for ``stats`` must agree with (slow on big tables; tests and checks)."""
         ...
 
     async def stats(self, windows: Sequence[int]) -> StatsSnapshot:

@@ -160,6 +160,9 @@ class SqliteStore:
         await asyncio.to_thread(self._thread.join)
         self._thread = None
 
+    def subscribe(self, on_available: Callable[[], None]) -> None:
+        """Nothing to do: this process is the only one writing to the file."""
+
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
@@ -484,6 +487,15 @@ class SqliteStore:
                 )
                 for r in rows
             ]
+
+        return await self._call(op)
+
+    async def counts_by_status(self) -> dict[JobStatus, int]:
+        def op(conn: sqlite3.Connection) -> dict[JobStatus, int]:
+            counts = dict.fromkeys(JobStatus, 0)
+            for status, n in conn.execute("SELECT status, count(*) FROM jobs GROUP BY status"):
+                counts[JobStatus(status)] = n
+            return counts
 
         return await self._call(op)
 

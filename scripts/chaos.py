@@ -1,0 +1,311 @@
+"""The chaos run: kill, pause and cut things on purpose, then check that nothing was lost
+and nothing was done twice.
+
+    python scripts/chaos.py [--seconds 60] [--jobs 3000] [--workers 4] [--concurrency 4]
+                            [--lease-seconds 1.5] [--seed 1] [--faults all|none|a,b,...]
+
+It starts a coordinator on a temporary SQLite database, a small TCP proxy between the
+workers and the coordinator, and several worker processes whose handler writes its side
+effect into a fenced store. While the workers drain the queue it injects faults:
+
+  kill-worker      SIGKILL a random worker and start a new one
+  kill-coordinator SIGKILL the coordinator and start it again on the same database
+  pause-worker     SIGSTOP a worker past its lease, then SIGCONT it
+  cut              the proxy drops every open connection
+  delay            the proxy holds back traffic for a few seconds
+  blackout         the proxy refuses connections for a few seconds
+
+Then it waits for the queue to drain and checks the invariants (see scripts/chaoslib/checks.py),
+prints the counts, and exits 1 if any invariant broke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from chaoslib import fenced  # noqa: E402
+from chaoslib.checks import (  # noqa: E402
+    Report,
+    check_fenced_store,
+    check_jobs,
+    check_lease_overlap,
+    check_stats,
+)
+from chaoslib.proxy import FaultyProxy  # noqa: E402
+
+from leasehold.client import Client  # noqa: E402
+from leasehold.model import Attempt, Job  # noqa: E402
+from tests.process import Coordinator  # noqa: E402
+
+FAULTS = ("kill-worker", "kill-coordinator", "pause-worker", "cut", "delay", "blackout")
+
+
+class Workers:
+    """The worker processes, replaced as they are killed."""
+
+    def __init__(self, args: argparse.Namespace, url: str, fenced_db: Path, logs: Path) -> None:
+        self.args, self.url, self.fenced_db, self.logs = args, url, fenced_db, logs
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.paused: set[str] = set()
+        self.started = 0
+
+    def start(self) -> str:
+        self.started += 1
+        worker_id = f"w{self.started}"
+        log = (self.logs / f"{worker_id}.log").open("wb")
+        self.procs[worker_id] = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "leasehold",
+                "worker",
+                "chaoslib.handlers:registry",
+                "--url",
+                self.url,
+                "--concurrency",
+                str(self.args.concurrency),
+                "--lease-seconds",
+                str(self.args.lease_seconds),
+                "--worker-id",
+                worker_id,
+            ],
+            cwd=HERE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={
+                **os.environ,
+                "LEASEHOLD_CHAOS_DB": str(self.fenced_db),
+                "LEASEHOLD_LOG_LEVEL": "warning",
+            },
+        )
+        log.close()
+        return worker_id
+
+    def running(self) -> list[str]:
+        return [w for w, p in self.procs.items() if p.poll() is None and w not in self.paused]
+
+    def kill(self, worker_id: str) -> None:
+        self.procs[worker_id].kill()
+        self.procs[worker_id].wait()
+        self.paused.discard(worker_id)
+
+    def stop_all(self) -> None:
+        for worker_id in list(self.paused):
+            self.procs[worker_id].send_signal(signal.SIGCONT)
+        self.paused.clear()
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        for proc in self.procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def produce(client: Client, n_jobs: int, acked: set[int], rng: random.Random) -> None:
+    """Enqueue every job with its own key; a job counts once its enqueue is acknowledged."""
+    for i in range(n_jobs):
+        while True:
+            try:
+                job = await client.enqueue(
+                    "chaos", {"n": i}, max_attempts=1000, idempotency_key=f"chaos-{i}"
+                )
+                acked.add(job.id)
+                break
+            except Exception:  # the coordinator may be down right now: try again
+                await asyncio.sleep(0.05)
+        if i % 100 == 0:
+            await asyncio.sleep(rng.uniform(0, 0.05))
+
+
+async def inject(
+    args: argparse.Namespace,
+    rng: random.Random,
+    coordinator: Coordinator,
+    proxy: FaultyProxy,
+    workers: Workers,
+    injected: Counter[str],
+) -> None:
+    enabled = FAULTS if args.faults == "all" else tuple(f for f in args.faults.split(",") if f)
+    if args.faults == "none":
+        enabled = ()
+    deadline = time.monotonic() + args.seconds
+    while time.monotonic() < deadline:
+        await asyncio.sleep(rng.uniform(0.5, 2.0))
+        if not enabled:
+            continue
+        fault = rng.choice(enabled)
+        injected[fault] += 1
+        if fault == "kill-worker" and workers.running():
+            workers.kill(rng.choice(workers.running()))
+            workers.start()
+        elif fault == "kill-coordinator":
+            await asyncio.to_thread(coordinator.restart, kill=True)
+        elif fault == "pause-worker" and len(workers.running()) > 1:
+            victim = rng.choice(workers.running())
+            workers.procs[victim].send_signal(signal.SIGSTOP)
+            workers.paused.add(victim)
+            await asyncio.sleep(args.lease_seconds * rng.uniform(1.5, 3))
+            workers.procs[victim].send_signal(signal.SIGCONT)
+            workers.paused.discard(victim)
+        elif fault == "cut":
+            proxy.cut_all()
+        elif fault == "delay":
+            proxy.faults.delay_probability, proxy.faults.max_delay_seconds = 0.3, 0.3
+            await asyncio.sleep(rng.uniform(1, 3))
+            proxy.faults.delay_probability, proxy.faults.max_delay_seconds = 0.0, 0.0
+        elif fault == "blackout":
+            proxy.faults.down = True
+            proxy.cut_all()
+            await asyncio.sleep(rng.uniform(0.5, args.lease_seconds * 1.5))
+            proxy.faults.down = False
+        else:
+            injected[fault] -= 1
+
+
+async def collect(client: Client) -> tuple[dict[int, Job], dict[int, list[Attempt]]]:
+    jobs: dict[int, Job] = {}
+    cursor = None
+    while True:
+        page = await client.list(cursor=cursor, limit=1000)
+        jobs.update((j.id, j) for j in page.jobs)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    attempts: dict[int, list[Attempt]] = {}
+    ids = list(jobs)
+    for start in range(0, len(ids), 50):
+        chunk = ids[start : start + 50]
+        histories = await asyncio.gather(*(client.attempts(i) for i in chunk))
+        attempts.update(zip(chunk, histories, strict=True))
+    return jobs, attempts
+
+
+async def wait_for_drain(client: Client, acked: set[int], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            stats = await client.stats()
+            by_status = stats["by_status"]
+            if (
+                by_status["completed"] >= len(acked)
+                and by_status["queued"] == by_status["running"] == 0
+            ):
+                return True
+        except Exception:
+            pass
+        await asyncio.sleep(0.5)
+    return False
+
+
+async def run(args: argparse.Namespace, work: Path) -> Report:
+    rng = random.Random(args.seed)
+    fenced_db = work / "fenced.db"
+    fenced.create(fenced_db)
+    coordinator = Coordinator(
+        f"sqlite:///{work / 'leasehold.db'}",
+        work,
+        [
+            "--reap-interval-seconds",
+            "0.2",
+            "--retry-base-seconds",
+            "0.05",
+            "--retry-max-seconds",
+            "1",
+            "--log-level",
+            "warning",
+        ],
+    ).start()
+    proxy = await FaultyProxy(coordinator.port, rng).start()
+    workers = Workers(args, f"http://127.0.0.1:{proxy.port}", fenced_db, work)
+    for _ in range(args.workers):
+        workers.start()
+    injected: Counter[str] = Counter()
+    acked: set[int] = set()
+    started = time.monotonic()
+    report = Report()
+    try:
+        async with Client(coordinator.url) as client:
+            producer = asyncio.create_task(produce(client, args.jobs, acked, rng))
+            await inject(args, rng, coordinator, proxy, workers, injected)
+            await producer
+            proxy.faults.down = False
+            drained = await wait_for_drain(client, acked, args.drain_seconds)
+            report.check(drained, f"the queue did not drain within {args.drain_seconds}s")
+            workers.stop_all()
+            jobs, attempts = await collect(client)
+            stats = await client.stats()
+        conn = fenced.connect(fenced_db)
+        check_jobs(report, acked, jobs, attempts)
+        check_fenced_store(report, conn, jobs)
+        check_lease_overlap(report, conn, attempts)
+        check_stats(report, stats, jobs)
+        conn.close()
+    finally:
+        workers.stop_all()
+        await proxy.stop()
+        coordinator.stop()
+    report.counts["acknowledged enqueues"] = len(acked)
+    report.counts["worker processes started"] = workers.started
+    report.counts["proxy connections"] = proxy.stats.connections
+    report.counts["proxy connections cut"] = proxy.stats.cut
+    report.counts["proxy connections refused"] = proxy.stats.refused
+    for fault, n in sorted(injected.items()):
+        report.counts[f"fault: {fault}"] = n
+    report.counts["seconds"] = round(time.monotonic() - started)
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60, help="how long to inject faults")
+    parser.add_argument("--minutes", type=float, default=None, help="same, in minutes")
+    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--lease-seconds", type=float, default=1.5)
+    parser.add_argument("--drain-seconds", type=float, default=180)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--faults", default="all", help=f"all, none, or some of {','.join(FAULTS)}")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = parser.parse_args()
+    if args.minutes is not None:
+        args.seconds = args.minutes * 60
+    work = Path(tempfile.mkdtemp(prefix="leasehold-chaos-"))
+    report = asyncio.run(run(args, work))
+    width = max(len(k) for k in report.counts)
+    print("chaos run summary")
+    for key, value in report.counts.items():
+        print(f"  {key:<{width}}  {value}")
+    if report.failures:
+        print(f"\nINVARIANTS BROKEN ({len(report.failures)}):")
+        for failure in report.failures[:50]:
+            print(f"  - {failure}")
+        print(f"work folder kept: {work}")
+        return 1
+    print("\nall invariants hold")
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
