@@ -45,8 +45,8 @@ from chaoslib.checks import (  # noqa: E402
     check_stats,
 )
 from chaoslib.proxy import FaultyProxy  # noqa: E402
-
 from leasehold.client import Client  # noqa: E402
+
 from leasehold.model import Attempt, Job  # noqa: E402
 from tests.process import Coordinator  # noqa: E402
 

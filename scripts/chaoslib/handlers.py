@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 from chaoslib.fenced import connect, fenced_write, record_lease
-
 from leasehold.worker import LeasedJob
 
 _local = threading.local()
