@@ -197,8 +197,8 @@ async def collect(client: Client) -> tuple[dict[int, Job], dict[int, list[Attemp
     return jobs, attempts
 
 
-async def wait_for_drain(client: Client, acked: set[int], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
+async def wait_for_drain(client: Client, acked: set[int], within: float) -> bool:
+    deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
             stats = await client.stats()
