@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from leasehold.logs import configure_logging
-from leasehold.settings import CoordinatorSettings
+from leasehold.settings import MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
 
 app = typer.Typer(
     name="leasehold",
@@ -41,6 +41,16 @@ def serve(
     reap_interval_seconds: float = typer.Option(
         1.0, envvar="LEASEHOLD_REAP_INTERVAL_SECONDS", min=0.001, help="Expired-lease sweep."
     ),
+    schedule_interval_seconds: float = typer.Option(
+        1.0, envvar="LEASEHOLD_SCHEDULE_INTERVAL_SECONDS", min=0.001, help="Due-schedule check."
+    ),
+    schedule_grace_seconds: float = typer.Option(
+        10.0,
+        envvar="LEASEHOLD_SCHEDULE_GRACE_SECONDS",
+        min=0,
+        max=MAX_SCHEDULE_GRACE_SECONDS,
+        help="A fire time older than this when first seen was missed (see catch_up).",
+    ),
     sqlite_synchronous: str = typer.Option(
         "FULL",
         envvar="LEASEHOLD_SQLITE_SYNCHRONOUS",
@@ -63,6 +73,8 @@ def serve(
         retry_base_seconds=retry_base_seconds,
         retry_max_seconds=retry_max_seconds,
         reap_interval_seconds=reap_interval_seconds,
+        schedule_interval_seconds=schedule_interval_seconds,
+        schedule_grace_seconds=schedule_grace_seconds,
         sqlite_synchronous=sqlite_synchronous,
         log_format=log_format,
         log_level=log_level,

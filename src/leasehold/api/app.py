@@ -13,9 +13,11 @@ from leasehold.api.errors import install_error_handlers
 from leasehold.api.limits import BodyLimit
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
+from leasehold.api.scheduling import router as scheduling_router
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
 from leasehold.core.reaper import Reaper
+from leasehold.core.scheduler import Scheduler
 from leasehold.core.service import JobService
 from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings
@@ -40,17 +42,24 @@ def create_app(
         rng=rng,
     )
     reaper = Reaper(service, settings.reap_interval_seconds)
+    scheduler = Scheduler(
+        service, settings.schedule_interval_seconds, settings.schedule_grace_seconds
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await store.open()
-        task = asyncio.create_task(reaper.run(), name="leasehold-reaper")
+        tasks = [
+            asyncio.create_task(reaper.run(), name="leasehold-reaper"),
+            asyncio.create_task(scheduler.run(), name="leasehold-scheduler"),
+        ]
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await store.close()
 
     app = FastAPI(
@@ -64,7 +73,9 @@ def create_app(
     app.state.settings = settings
     app.state.service = service
     app.state.reaper = reaper
+    app.state.scheduler = scheduler
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(scheduling_router)
     mount_dashboard(app)
     return app

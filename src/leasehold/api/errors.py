@@ -13,8 +13,8 @@ from starlette.exceptions import HTTPException
 from leasehold.errors import (
     Conflict,
     InvalidRequest,
-    JobNotFound,
     LeaseholdError,
+    NotFound,
     PayloadTooLarge,
     Unavailable,
     UnsupportedMediaType,
@@ -23,7 +23,7 @@ from leasehold.errors import (
 log = structlog.get_logger("leasehold")
 
 STATUS_CODES: dict[type[LeaseholdError], int] = {
-    JobNotFound: 404,
+    NotFound: 404,
     Conflict: 409,
     InvalidRequest: 422,
     PayloadTooLarge: 413,

@@ -17,6 +17,7 @@ from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
+    decide_cancel,
     decide_complete,
     decide_expire,
     decide_fail,
@@ -25,14 +26,15 @@ from leasehold.core.transitions import (
     decide_requeue,
     request_fingerprint,
 )
-from leasehold.errors import JobNotFound, LeaseholdError
+from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound
 from leasehold.metrics import Metrics
-from leasehold.model import JSON, Attempt, Job, JobStatus
+from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
     DeadFilter,
     Decide,
     Inserted,
     JobFilter,
+    KindLimit,
     LeaseRequest,
     NewJob,
     Store,
@@ -54,6 +56,8 @@ class Enqueue:
     max_attempts: int | None = None
     run_after: datetime | None = None
     idempotency_key: str | None = None
+    priority: int | None = None
+    queue: str | None = None
 
     def new_job(self) -> NewJob:
         return NewJob(
@@ -63,8 +67,15 @@ class Enqueue:
             run_after=self.run_after,
             idempotency_key=self.idempotency_key,
             request_hash=request_fingerprint(
-                self.kind, self.payload, self.max_attempts, self.run_after
+                self.kind,
+                self.payload,
+                self.max_attempts,
+                self.run_after,
+                self.priority,
+                self.queue,
             ),
+            priority=self.priority or 0,
+            queue=self.queue or DEFAULT_QUEUE,
         )
 
 
@@ -165,10 +176,15 @@ class JobService:
         *,
         max_jobs: int = 1,
         wait_seconds: float = 0.0,
+        queues: Sequence[str] | None = None,
     ) -> list[Job]:
         """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first."""
         request = LeaseRequest(
-            worker_id, lease_seconds, tuple(kinds) if kinds is not None else None, max_jobs
+            worker_id,
+            lease_seconds,
+            tuple(kinds) if kinds is not None else None,
+            max_jobs,
+            tuple(queues) if queues is not None else None,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
@@ -259,6 +275,24 @@ class JobService:
 
     async def requeue(self, job_id: int) -> Job:
         return await self._decide(job_id, None, _requeue)
+
+    async def cancel(self, job_id: int) -> Job:
+        """Cancel a job: at once unless it is running (then at its holder's next report)."""
+        return await self._decide(job_id, None, _cancel)
+
+    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
+        limit = await self.store.limit_put(kind, max_running)
+        log.info("limit.set", kind=kind, max_running=max_running)
+        return limit
+
+    async def limit_delete(self, kind: str) -> None:
+        if not await self.store.limit_delete(kind):
+            raise LimitNotFound(f"no concurrency limit is set for kind {kind[:200]!r}")
+        log.info("limit.removed", kind=kind)
+        self.wakeup.notify()  # jobs held back by the limit may be leased now
+
+    async def limits(self) -> list[KindLimit]:
+        return await self.store.limit_list()
 
     async def requeue_dead(self, query: DeadFilter) -> int:
         """Requeue the dead jobs matching the filter; how many moved."""
@@ -360,11 +394,16 @@ def _requeue(job: Job, now: datetime) -> Outcome:
     return decide_requeue(job, now)
 
 
+def _cancel(job: Job, now: datetime) -> Outcome:
+    return decide_cancel(job, now)
+
+
 def _fields(job: Job, token: int | None = None) -> dict[str, object]:
     """The fields every log line about a job carries (never its payload)."""
     return {
         "job_id": job.id,
         "kind": job.kind,
+        "queue": job.queue,
         "attempt": job.attempts,
         "worker_id": job.lease_owner,
         "token": token if token is not None else job.lease_token,
@@ -380,6 +419,8 @@ _EVENT_NAMES = {
     "released": "job.released",
     "requeued": "job.requeued",
     "stale_token": "token.stale",
+    "cancelled": "job.cancelled",
+    "cancel_requested": "job.cancel_requested",
 }
 
 
