@@ -495,6 +495,7 @@ async def test_counts_by_status_include_every_status(store: Store) -> None:
         JobStatus.RUNNING: 1,
         JobStatus.COMPLETED: 1,
         JobStatus.DEAD: 0,
+        JobStatus.CANCELLED: 0,
     }
 
 

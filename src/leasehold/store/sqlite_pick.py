@@ -90,8 +90,9 @@ def _heads(
     """The first jobs of each requested kind / queue / (queue, kind) range."""
     heads: list[Head] = []
     n = request.max_jobs
-    queues: Iterable[str | None] = request.queues or [None]
-    for queue, kind in itertools.product(dict.fromkeys(queues), dict.fromkeys(kinds or [None])):
+    queues: Iterable[str | None] = request.queues if request.queues is not None else [None]
+    narrowed: Iterable[str | None] = kinds if kinds is not None else [None]
+    for queue, kind in itertools.product(dict.fromkeys(queues), dict.fromkeys(narrowed)):
         where, params = ["status = 'queued'"], []
         if queue is not None:
             where.append("queue = ?")
