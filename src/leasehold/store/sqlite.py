@@ -318,7 +318,7 @@ class SqliteStore:
             # One index range per kind, merged here: an IN list over kinds would make
             # SQLite sort every queued job of those kinds.
             heads: list[tuple[float, int]] = []
-            for kind in request.kinds:
+            for kind in dict.fromkeys(request.kinds):  # a kind named twice is one range
                 heads += conn.execute(
                     "SELECT run_after, id FROM jobs INDEXED BY jobs_queued_kind"
                     " WHERE status = 'queued' AND kind = ?"
