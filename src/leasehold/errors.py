@@ -13,6 +13,8 @@ The tree::
     │   └── IdempotencyConflict the key was used with a different request
     ├── PayloadTooLarge         the request body is over the cap         (413)
     ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
+    ├── Unauthorized            no valid credentials were given          (401)
+    ├── Forbidden               the credentials do not allow this        (403)
     └── Unavailable             the coordinator cannot serve right now    (503)
 
 The HTTP layer maps them to status codes in one table (``api/errors.py``); the client
@@ -94,6 +96,18 @@ class UnsupportedMediaType(LeaseholdError):
     """Request bodies must be JSON (Content-Type: application/json)."""
 
     code = "unsupported_media_type"
+
+
+class Unauthorized(LeaseholdError):
+    """The request carries no valid credentials."""
+
+    code = "unauthorized"
+
+
+class Forbidden(LeaseholdError):
+    """The credentials given do not allow this request."""
+
+    code = "forbidden"
 
 
 class Unavailable(LeaseholdError):
