@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,7 +55,8 @@ class Transport:
             async with self.session().request(
                 method,
                 self.url + path,
-                data=body,
+                # A file-like body: aiohttp warns that big raw bytes may block the loop.
+                data=io.BytesIO(body) if body is not None else None,
                 params=params,
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout_seconds),

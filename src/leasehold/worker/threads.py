@@ -9,6 +9,10 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+import structlog
+
+log = structlog.get_logger("leasehold.worker")
+
 A = TypeVar("A")
 T = TypeVar("T")
 
@@ -27,6 +31,7 @@ async def in_daemon_thread(fn: Callable[[A], T], arg: A) -> T:
 
     def settle(result: T | None, error: BaseException | None) -> None:
         if future.done():  # cancelled meanwhile: the late result is dropped here
+            log.warning("job.late_result_dropped", failed=error is not None)
             return
         if error is not None:
             future.set_exception(error)
@@ -41,7 +46,8 @@ async def in_daemon_thread(fn: Callable[[A], T], arg: A) -> T:
         except BaseException as exc:  # SystemExit in a handler must not hang its job
             result, error = None, RuntimeError(f"the handler raised {exc!r}")
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, result, error)
+            # Scheduled from within the job's context, so the log line carries its fields.
+            context.run(loop.call_soon_threadsafe, settle, result, error)
 
     threading.Thread(target=target, name="leasehold-handler", daemon=True).start()
     return await future
