@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -44,10 +45,19 @@ class Leased:
 class JobRunner:
     """Runs leased jobs for the worker's loops; shares the worker's client and stop events."""
 
-    def __init__(self, client: Client, registry: Registry, forced: asyncio.Event) -> None:
+    def __init__(
+        self,
+        client: Client,
+        registry: Registry,
+        forced: asyncio.Event,
+        polls_ended: Callable[[], Awaitable[None]],
+    ) -> None:
         self.client = client
         self.registry = registry
         self.forced = forced
+        # Releases happen only while stopping; they wait for the worker's lease polls to
+        # end, or a poll could lease the job straight back.
+        self.polls_ended = polls_ended
 
     async def run(self, leased: Leased) -> None:
         job = leased.job
@@ -127,6 +137,7 @@ class JobRunner:
 
     async def release(self, job: LeasedJob) -> None:
         """Hand the job back at once, so it need not wait for the lease to run out."""
+        await self.polls_ended()
         try:
             async with asyncio.timeout(RELEASE_TIMEOUT_SECONDS):
                 await self.client.release(job.id, job.token)

@@ -1,12 +1,16 @@
 """The worker: N loops that lease jobs and run them, and the way it stops.
 
 Stopping: the first SIGINT / SIGTERM (``Worker.stop``) sets an Event. The loops stop
-leasing, let their running handlers finish and report them, and the worker exits 0. Polls
-in flight are waited for (at most ``wait_seconds``) rather than cut, since a cut poll could
-still lease a job to a worker that is gone; a job one brings back is released unstarted.
-If handlers are still running ``grace_seconds`` later, or at a second signal
+leasing, let their running handlers finish and report them, and the worker exits 0. If
+handlers are still running ``grace_seconds`` later, or at a second signal
 (``Worker.force``), they are cancelled and their jobs released, and the exit status is
 128 + the signal's number.
+
+Lease polls in flight are never cut short, not even by a forced stop: the coordinator does
+not notice that a client has gone, so a poll we abandoned could still be answered with a
+job nobody would run until its lease ran out. Polls are read to the end instead (at most
+``wait_seconds``), what they bring back is released unstarted, and releases wait for the
+worker's polls to end, so that a released job cannot go straight back to one of them.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.worker.jobrun import JobRunner, Leased
 from leasehold.worker.registry import Registry
 from leasehold.worker.settings import WorkerSettings
-from leasehold.worker.waiting import Preempted, unless_set, wait_event
+from leasehold.worker.waiting import wait_event
 
 log = structlog.get_logger("leasehold.worker")
 
@@ -58,7 +62,9 @@ class Worker:
         self._rng = rng or random.Random()
         self._stopping = asyncio.Event()
         self._forced = asyncio.Event()
-        self._runner = JobRunner(self.client, registry, self._forced)
+        self._polls = 0  # lease requests in flight
+        self._polls_changed = asyncio.Condition()
+        self._runner = JobRunner(self.client, registry, self._forced, self._polls_ended)
         self._signals: list[int] = []
         self._fatal: LeaseholdError | None = None
         self._grace: asyncio.TimerHandle | None = None
@@ -151,17 +157,24 @@ class Worker:
                 await self._runner.run(leased)
 
     async def _poll(self) -> Lease | None:
-        """One long poll; None when it brought no job or a forced stop cut it short."""
-        poll = self._poller.lease(
-            self.settings.worker_id,
-            lease_seconds=self.settings.lease_seconds,
-            kinds=self.kinds,
-            wait_seconds=self.settings.wait_seconds,
-        )
+        """One long poll; None when it brought no job."""
+        self._polls += 1
         try:
-            return await unless_set(self._forced, poll)
-        except Preempted:
-            return None
+            return await self._poller.lease(
+                self.settings.worker_id,
+                lease_seconds=self.settings.lease_seconds,
+                kinds=self.kinds,
+                wait_seconds=self.settings.wait_seconds,
+            )
+        finally:
+            self._polls -= 1
+            async with self._polls_changed:
+                self._polls_changed.notify_all()
+
+    async def _polls_ended(self) -> None:
+        """Once stopping, until no lease request of this worker is in flight."""
+        async with self._polls_changed:
+            await self._polls_changed.wait_for(lambda: self._polls == 0)
 
 
 async def run_worker(registry: Registry, settings: WorkerSettings) -> int:
