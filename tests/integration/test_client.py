@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 
 import aiohttp.web
@@ -33,9 +33,19 @@ from tests.scripted import job_answer, serving, status
 QUICK = RetryPolicy(attempts=4, base_seconds=0.01, max_seconds=0.02)
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
+    """One coordinator for the module (each test uses kinds of its own): starting one per
+    test would be most of the module's run time."""
+    path = tmp_path_factory.mktemp("client")
+    coordinator = Coordinator(f"sqlite:///{path / 'leasehold.db'}", path).start()
+    yield coordinator
+    coordinator.kill()
+
+
 @pytest.fixture
-async def client(coordinator: Coordinator) -> AsyncIterator[Client]:
-    async with Client(coordinator.url, retry=QUICK) as c:
+async def client(shared: Coordinator) -> AsyncIterator[Client]:
+    async with Client(shared.url, retry=QUICK) as c:
         yield c
 
 
@@ -72,50 +82,52 @@ async def test_a_job_goes_round_trip_with_typed_answers(client: Client) -> None:
 async def test_lease_waits_then_answers_none(client: Client) -> None:
     loop = asyncio.get_running_loop()
     started = loop.time()
-    assert await client.lease("w", wait_seconds=0.3) is None
+    assert await client.lease("w", wait_seconds=0.3, kinds=["nothing-here"]) is None
     assert loop.time() - started >= 0.25
 
 
 async def test_list_pages_and_filters(client: Client) -> None:
-    ids = [(await client.enqueue("a" if n % 2 else "b", n)).id for n in range(5)]
-    page = await client.list(limit=2)
+    ids = [(await client.enqueue("pages", n)).id for n in range(5)]
+    page = await client.list(kind="pages", limit=2)
     assert [j.id for j in page.jobs] == ids[:2]
     assert page.next_cursor is not None
-    rest = await client.list(cursor=page.next_cursor, limit=10)
+    rest = await client.list(kind="pages", cursor=page.next_cursor, limit=10)
     assert [j.id for j in rest.jobs] == ids[2:]
     assert rest.next_cursor is None
-    only_a = await client.list(kind="a", status=JobStatus.QUEUED)
-    assert [j.payload for j in only_a.jobs] == [1, 3]
+    lease = await client.lease("w", kinds=["pages"])
+    assert lease is not None
+    queued = await client.list(kind="pages", status=JobStatus.QUEUED)
+    assert [j.payload for j in queued.jobs] == [1, 2, 3, 4]
 
 
 async def test_fail_dead_requeue_and_requeue_dead(client: Client) -> None:
-    first = await client.enqueue("x", max_attempts=1)
-    second = await client.enqueue("x", max_attempts=1)
+    first = await client.enqueue("dead", max_attempts=1)
+    second = await client.enqueue("dead", max_attempts=1)
     for job in (first, second):
-        lease = await client.lease("w")
+        lease = await client.lease("w", kinds=["dead"])
         assert lease is not None
         dead = await client.fail(job.id, lease.token, "no", retryable=False)
         assert (dead.status, dead.last_error) == (JobStatus.DEAD, "no")
     assert (await client.requeue(first.id)).status == JobStatus.QUEUED
     with pytest.raises(InvalidTransition):
         await client.requeue(first.id)
-    assert await client.requeue_dead(kind="x", error_contains="no") == 1
+    assert await client.requeue_dead(kind="dead", error_contains="no") == 1
     assert (await client.get(second.id)).status == JobStatus.QUEUED
 
 
 async def test_release_gives_the_job_back(client: Client) -> None:
-    job = await client.enqueue("x")
-    lease = await client.lease("w")
+    job = await client.enqueue("give-back")
+    lease = await client.lease("w", kinds=["give-back"])
     assert lease is not None
     back = await client.release(job.id, lease.token)
     assert (back.status, back.attempts) == (JobStatus.QUEUED, 0)
 
 
 async def test_errors_come_back_as_their_types(client: Client) -> None:
-    job = await client.enqueue("x", max_attempts=2)
+    job = await client.enqueue("errors", max_attempts=2)
     with pytest.raises(StaleToken):
         await client.complete(job.id, 0)
-    lease = await client.lease("w", lease_seconds=0.2)
+    lease = await client.lease("w", lease_seconds=0.2, kinds=["errors"])
     assert lease is not None
     with pytest.raises(StaleToken):
         await client.renew(job.id, lease.token + 1)
@@ -128,9 +140,9 @@ async def test_errors_come_back_as_their_types(client: Client) -> None:
         await client.complete(job.id, lease.token)
     with pytest.raises(LeaseExpired):
         await client.renew(job.id, lease.token)
-    await client.enqueue("x", 1, idempotency_key="k")
+    await client.enqueue("x", 1, idempotency_key="errors-k")
     with pytest.raises(IdempotencyConflict):
-        await client.enqueue("x", 2, idempotency_key="k")
+        await client.enqueue("x", 2, idempotency_key="errors-k")
     with pytest.raises(InvalidRequest):
         await client.lease("")
     with pytest.raises(InvalidRequest):  # refused before it is sent: NaN is not JSON
@@ -145,19 +157,19 @@ async def test_errors_come_back_as_their_types(client: Client) -> None:
 async def test_enqueue_without_a_key_gets_one_so_a_retry_cannot_duplicate(client: Client) -> None:
     job = await client.enqueue("x", 1)
     assert job.idempotency_key is not None
-    mine = await client.enqueue("x", 1, idempotency_key="mine")
-    again = await client.enqueue("x", 1, idempotency_key="mine")
-    assert (mine.idempotency_key, again.id) == ("mine", mine.id)
+    mine = await client.enqueue("x", 1, idempotency_key="auto-test-mine")
+    again = await client.enqueue("x", 1, idempotency_key="auto-test-mine")
+    assert (mine.idempotency_key, again.id) == ("auto-test-mine", mine.id)
     assert job.id != mine.id
 
 
-def test_sync_client_runs_the_same_calls(coordinator: Coordinator) -> None:
-    with SyncClient(coordinator.url, retry=QUICK) as client:
+def test_sync_client_runs_the_same_calls(shared: Coordinator) -> None:
+    with SyncClient(shared.url, retry=QUICK) as client:
         job = client.enqueue("sync", {"n": 1})
         lease = client.lease("w", kinds=["sync"])
         assert lease is not None
         assert client.complete(job.id, lease.token, 7).result == 7
-        assert [j.id for j in client.list(status="completed").jobs] == [job.id]
+        assert [j.id for j in client.list(kind="sync", status="completed").jobs] == [job.id]
         with pytest.raises(StaleToken):
             client.renew(job.id, 99)
 

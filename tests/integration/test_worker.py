@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,9 +24,11 @@ from tests.workers import COORDINATOR_ARGS
 Logs = list[dict[str, Any]]
 
 
-@pytest.fixture
-def coordinator(sqlite_url: str, tmp_path: Path) -> Iterator[Coordinator]:
-    c = Coordinator(sqlite_url, tmp_path, COORDINATOR_ARGS).start()
+@pytest.fixture(scope="module")
+def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
+    """One coordinator for the module: each test's worker leases only its own kinds."""
+    path = tmp_path_factory.mktemp("worker")
+    c = Coordinator(f"sqlite:///{path / 'leasehold.db'}", path, COORDINATOR_ARGS).start()
     yield c
     c.kill()
 
@@ -50,8 +51,11 @@ def logs() -> Iterator[Logs]:
         structlog.configure(**old)
 
 
-def settings(url: str, **overrides: Any) -> WorkerSettings:
-    return WorkerSettings(url=url, concurrency=2, wait_seconds=0.2, worker_id="w-test", **overrides)
+def settings(url: str, *kinds: str, **overrides: Any) -> WorkerSettings:
+    """Quick polls; only ``kinds``, so jobs other tests left behind are not touched."""
+    return WorkerSettings(
+        url=url, concurrency=2, wait_seconds=0.2, worker_id="w-test", kinds=kinds, **overrides
+    )
 
 
 @contextlib.asynccontextmanager
@@ -77,7 +81,7 @@ async def test_result_is_reported_and_logs_name_the_job(
     coordinator: Coordinator, client: Client, logs: Logs
 ) -> None:
     job = await client.enqueue("work", {"sleep": 0})
-    async with running(Worker(fixture_registry, settings(coordinator.url))):
+    async with running(Worker(fixture_registry, settings(coordinator.url, job.kind))):
         done = await finished(client, job.id)
     assert (done.status, done.result, done.attempts) == (
         JobStatus.COMPLETED,
@@ -101,7 +105,7 @@ async def test_an_exception_fails_the_job_with_its_traceback_until_dead(
     coordinator: Coordinator, client: Client
 ) -> None:
     job = await client.enqueue("boom", "x", max_attempts=2)
-    async with running(Worker(fixture_registry, settings(coordinator.url))):
+    async with running(Worker(fixture_registry, settings(coordinator.url, job.kind))):
         done = await finished(client, job.id)
     assert (done.status, done.attempts) == (JobStatus.DEAD, 2)
     assert done.last_error is not None
@@ -111,7 +115,7 @@ async def test_an_exception_fails_the_job_with_its_traceback_until_dead(
 
 async def test_permanent_failure_is_not_retried(coordinator: Coordinator, client: Client) -> None:
     job = await client.enqueue("permanent", max_attempts=5)
-    async with running(Worker(fixture_registry, settings(coordinator.url))):
+    async with running(Worker(fixture_registry, settings(coordinator.url, job.kind))):
         done = await finished(client, job.id)
     assert (done.status, done.attempts, done.last_error) == (
         JobStatus.DEAD,
@@ -123,7 +127,7 @@ async def test_permanent_failure_is_not_retried(coordinator: Coordinator, client
 async def test_retry_asks_for_its_delay(coordinator: Coordinator, client: Client) -> None:
     # 0.7 s: under the test coordinator's 1 s cap on delays, and far over its 0.05 s backoff.
     job = await client.enqueue("retry-later", 0.7)
-    async with running(Worker(fixture_registry, settings(coordinator.url))):
+    async with running(Worker(fixture_registry, settings(coordinator.url, job.kind))):
 
         async def failed_once() -> Job | None:
             now = await client.get(job.id)
@@ -144,7 +148,7 @@ async def test_a_kind_without_handler_is_failed_not_dropped(
     coordinator: Coordinator, client: Client, logs: Logs
 ) -> None:
     job = await client.enqueue("orphan", max_attempts=1)
-    worker = Worker(fixture_registry, settings(coordinator.url, kinds=("orphan", "work")))
+    worker = Worker(fixture_registry, settings(coordinator.url, "orphan"))
     async with running(worker):
         done = await finished(client, job.id)
     assert done.status == JobStatus.DEAD
@@ -157,7 +161,7 @@ async def test_a_result_that_is_not_json_fails_the_job_for_good(
     coordinator: Coordinator, client: Client
 ) -> None:
     job = await client.enqueue("not-json", max_attempts=3)
-    async with running(Worker(fixture_registry, settings(coordinator.url))):
+    async with running(Worker(fixture_registry, settings(coordinator.url, job.kind))):
         done = await finished(client, job.id)
     assert (done.status, done.attempts) == (JobStatus.DEAD, 1)
     assert done.last_error is not None
@@ -169,7 +173,7 @@ async def test_a_handler_longer_than_its_lease_keeps_it_by_renewing(
     coordinator: Coordinator, client: Client, kind: str
 ) -> None:
     job = await client.enqueue(kind, {"sleep": 1.5})
-    worker = Worker(fixture_registry, settings(coordinator.url, lease_seconds=0.6))
+    worker = Worker(fixture_registry, settings(coordinator.url, kind, lease_seconds=0.6))
     async with running(worker):
         done = await finished(client, job.id)
     assert (done.status, done.attempts, done.lease_token) == (JobStatus.COMPLETED, 1, 1)
@@ -178,7 +182,7 @@ async def test_a_handler_longer_than_its_lease_keeps_it_by_renewing(
 
 
 async def test_unreachable_coordinator_is_retried_and_stop_is_prompt(logs: Logs) -> None:
-    worker = Worker(fixture_registry, settings(f"http://127.0.0.1:{free_port()}"))
+    worker = Worker(fixture_registry, settings(f"http://127.0.0.1:{free_port()}", "work"))
     task = asyncio.create_task(worker.run())
 
     async def backed_off() -> bool:
@@ -193,7 +197,7 @@ async def test_unreachable_coordinator_is_retried_and_stop_is_prompt(logs: Logs)
 
 async def test_refused_credentials_stop_the_worker_with_status_1(logs: Logs) -> None:
     async with serving(status(401, "unauthorized", "bad token")) as server:
-        worker = Worker(fixture_registry, settings(server.url, token="nope"))
+        worker = Worker(fixture_registry, settings(server.url, "work", token="nope"))
         assert await asyncio.wait_for(worker.run(), 10) == 1
     assert server.requests[0].headers["Authorization"] == "Bearer nope"
     fatal = next(e for e in logs if e["event"] == "worker.fatal")
@@ -211,7 +215,7 @@ async def test_run_worker_with_a_plain_dict_of_handlers(
 
     job = await client.enqueue("plain", [1, 2])
     registry = Registry.of({"plain": remember})
-    task = asyncio.create_task(run_worker(registry, settings(coordinator.url)))
+    task = asyncio.create_task(run_worker(registry, settings(coordinator.url, job.kind)))
     done = await finished(client, job.id)
     task.cancel()  # run_worker is meant for a process's main task; here it is just torn down
     with contextlib.suppress(asyncio.CancelledError):
