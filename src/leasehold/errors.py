@@ -11,10 +11,10 @@ The tree::
     │   └── InvalidTransition   e.g. requeue of a job that is not dead
     ├── InvalidRequest          well-formed but unacceptable input      (422)
     │   └── IdempotencyConflict the key was used with a different request
-    ├── PayloadTooLarge         the request body is over the cap         (413)
+    ├── Unauthorized            no valid bearer token                    (401)
+    ├── Forbidden               the token's role may not make the request (403)
+    ├── PayloadTooLarge         the request body or payload is over a cap (413)
     ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
-    ├── Unauthorized            no valid credentials were given          (401)
-    ├── Forbidden               the credentials do not allow this        (403)
     └── Unavailable             the coordinator cannot serve right now    (503)
 
 The HTTP layer maps them to status codes in one table (``api/errors.py``); the client
@@ -86,8 +86,21 @@ class IdempotencyConflict(InvalidRequest):
     code = "idempotency_conflict"
 
 
+class Unauthorized(LeaseholdError):
+    """A valid bearer token is required (Authorization: Bearer <token>)."""
+
+    code = "unauthorized"
+
+
+class Forbidden(LeaseholdError):
+    """The token's role may not make this request."""
+
+    code = "forbidden"
+
+
 class PayloadTooLarge(LeaseholdError):
-    """The request body is larger than the coordinator accepts."""
+    """The request body (or the payload or result in it) is larger than the coordinator
+    accepts."""
 
     code = "payload_too_large"
 
@@ -96,18 +109,6 @@ class UnsupportedMediaType(LeaseholdError):
     """Request bodies must be JSON (Content-Type: application/json)."""
 
     code = "unsupported_media_type"
-
-
-class Unauthorized(LeaseholdError):
-    """The request carries no valid credentials."""
-
-    code = "unauthorized"
-
-
-class Forbidden(LeaseholdError):
-    """The credentials given do not allow this request."""
-
-    code = "forbidden"
 
 
 class Unavailable(LeaseholdError):
