@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 
 import aiohttp.web
 import pytest
 
+import leasehold
 from leasehold.client import Client, RetryPolicy, SyncClient
 from leasehold.errors import (
     Conflict,
@@ -236,6 +239,23 @@ async def test_a_timeout_is_unavailable_and_retried() -> None:
     ):
         assert (await client.get(1)).id == 1
     assert len(server.requests) == 2
+
+
+async def test_an_answer_that_is_not_a_job_is_an_error_not_a_crash() -> None:
+    async def not_a_job(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
+        return aiohttp.web.json_response({"id": 1})
+
+    async with serving(not_a_job) as server, Client(server.url) as client:
+        with pytest.raises(LeaseholdError, match="not a job"):
+            await client.get(1)
+
+
+def test_the_client_and_worker_do_not_import_the_coordinator() -> None:
+    """A producer or a worker should not pay for FastAPI and the store at start-up."""
+    code = "import sys, leasehold, leasehold.worker; print('fastapi' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+    assert leasehold.Client is Client
 
 
 async def test_bearer_token_is_sent() -> None:

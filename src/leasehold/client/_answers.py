@@ -10,7 +10,6 @@ from typing import Any
 
 import orjson
 
-from leasehold.api.schemas import AttemptOut, JobOut
 from leasehold.errors import (
     Conflict,
     Forbidden,
@@ -27,7 +26,7 @@ from leasehold.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
-from leasehold.model import Attempt, Job, JobStatus
+from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -114,50 +113,59 @@ class JobPage:
     next_cursor: str | None
 
 
-def _utc(moment: datetime) -> datetime:
-    # The coordinator sends UTC with an explicit offset; a naive time would be UTC too.
+def _time(value: Any) -> datetime:
+    # The coordinator sends RFC 3339 in UTC with an explicit offset; a naive time is UTC too.
+    moment = datetime.fromisoformat(value)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _utc_or_none(moment: datetime | None) -> datetime | None:
-    return None if moment is None else _utc(moment)
+def _time_or_none(value: Any) -> datetime | None:
+    return None if value is None else _time(value)
 
 
 def parse_job(data: Any) -> Job:
-    """A ``model.Job`` from its wire form. Times are aware UTC datetimes; the fields the
-    coordinator keeps to itself (``report``, ``request_hash``, ``lease_seconds``) are None."""
-    out = JobOut.model_validate(data)
-    return Job(
-        id=out.id,
-        kind=out.kind,
-        payload=out.payload,
-        status=JobStatus(out.status),
-        attempts=out.attempts,
-        max_attempts=out.max_attempts,
-        run_after=_utc(out.run_after),
-        created_at=_utc(out.created_at),
-        lease_token=out.lease_token,
-        lease_owner=out.lease_owner,
-        lease_expires_at=_utc_or_none(out.lease_expires_at),
-        leased_at=_utc_or_none(out.leased_at),
-        finished_at=_utc_or_none(out.finished_at),
-        idempotency_key=out.idempotency_key,
-        result=out.result,
-        last_error=out.last_error,
-    )
+    """A ``model.Job`` from its wire form (``api.schemas.JobOut``).
+
+    Parsed here rather than with the server's schema, so that the client does not import
+    the coordinator (FastAPI and all). Times are aware UTC datetimes; the fields the
+    coordinator keeps to itself (``report``, ``request_hash``, ``lease_seconds``) are None.
+    """
+    try:
+        return Job(
+            id=int(data["id"]),
+            kind=str(data["kind"]),
+            payload=data.get("payload"),
+            status=JobStatus(data["status"]),
+            attempts=int(data["attempts"]),
+            max_attempts=int(data["max_attempts"]),
+            run_after=_time(data["run_after"]),
+            created_at=_time(data["created_at"]),
+            lease_token=int(data["lease_token"]),
+            lease_owner=data.get("lease_owner"),
+            lease_expires_at=_time_or_none(data.get("lease_expires_at")),
+            leased_at=_time_or_none(data.get("leased_at")),
+            finished_at=_time_or_none(data.get("finished_at")),
+            idempotency_key=data.get("idempotency_key"),
+            result=data.get("result"),
+            last_error=data.get("last_error"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LeaseholdError(f"the coordinator's answer is not a job: {exc!r}") from exc
 
 
 def parse_attempt(job_id: int, data: Any) -> Attempt:
-    out = AttemptOut.model_validate(data)
-    return Attempt(
-        job_id,
-        out.token,
-        out.worker_id,
-        _utc(out.leased_at),
-        _utc_or_none(out.finished_at),
-        out.outcome,
-        out.error,
-    )
+    try:
+        return Attempt(
+            job_id=job_id,
+            token=int(data["token"]),
+            worker_id=str(data["worker_id"]),
+            leased_at=_time(data["leased_at"]),
+            finished_at=_time_or_none(data.get("finished_at")),
+            outcome=AttemptOutcome(data["outcome"]),
+            error=data.get("error"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LeaseholdError(f"the coordinator's answer is not an attempt: {exc!r}") from exc
 
 
 def drop_none(**fields: Any) -> dict[str, Any]:
