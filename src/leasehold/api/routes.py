@@ -159,6 +159,7 @@ async def lease(body: LeaseRequest, request: Request) -> Response:
         body.kinds,
         max_jobs=body.max_jobs or 1,
         wait_seconds=body.wait_seconds,
+        gone=request.is_disconnected,
     )
     if not jobs:
         return Response(status_code=204)

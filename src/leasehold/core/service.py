@@ -6,7 +6,7 @@ import asyncio
 import collections
 import contextlib
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -171,8 +171,13 @@ class JobService:
         *,
         max_jobs: int = 1,
         wait_seconds: float = 0.0,
+        gone: Callable[[], Awaitable[bool]] | None = None,
     ) -> list[Job]:
-        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first."""
+        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
+
+        ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
+        long poll asks it before each new look, so that no job is leased to nobody.
+        """
         request = LeaseRequest(
             worker_id, lease_seconds, tuple(kinds) if kinds is not None else None, max_jobs
         )
@@ -186,6 +191,9 @@ class JobService:
                 if jobs or remaining <= 0 or waiter is None:
                     break
                 await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
+                if gone is not None and await gone():
+                    jobs = []
+                    break
             finally:
                 if waiter is not None:
                     self.wakeup.forget(waiter)
