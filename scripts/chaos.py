@@ -45,8 +45,9 @@ from chaoslib.checks import (  # noqa: E402
     check_stats,
 )
 from chaoslib.proxy import FaultyProxy  # noqa: E402
-from leasehold.client import Client  # noqa: E402
 
+from leasehold.client import Client  # noqa: E402
+from leasehold.logs import configure_logging  # noqa: E402
 from leasehold.model import Attempt, Job  # noqa: E402
 from tests.process import Coordinator  # noqa: E402
 
@@ -118,8 +119,14 @@ class Workers:
                 proc.wait()
 
 
-async def produce(client: Client, n_jobs: int, acked: set[int], rng: random.Random) -> None:
-    """Enqueue every job with its own key; a job counts once its enqueue is acknowledged."""
+async def produce(
+    client: Client, n_jobs: int, seconds: float, acked: set[int], rng: random.Random
+) -> None:
+    """Enqueue every job with its own key, paced over most of the run so that the queue
+    stays short and a job taken over is soon run again (while its old holder is paused).
+    A job counts once its enqueue is acknowledged."""
+    started = time.monotonic()
+    pace = max(seconds * 0.8, 1.0) / n_jobs
     for i in range(n_jobs):
         while True:
             try:
@@ -130,8 +137,9 @@ async def produce(client: Client, n_jobs: int, acked: set[int], rng: random.Rand
                 break
             except Exception:  # the coordinator may be down right now: try again
                 await asyncio.sleep(0.05)
-        if i % 100 == 0:
-            await asyncio.sleep(rng.uniform(0, 0.05))
+        ahead = started + (i + 1) * pace - time.monotonic()
+        if ahead > 0:
+            await asyncio.sleep(ahead * rng.uniform(0.5, 1.5))
 
 
 async def inject(
@@ -150,7 +158,8 @@ async def inject(
         await asyncio.sleep(rng.uniform(0.5, 2.0))
         if not enabled:
             continue
-        fault = rng.choice(enabled)
+        # Pauses are what exercise fencing (a holder waking up after a takeover): favour them.
+        fault = rng.choices(enabled, weights=[2 if f == "pause-worker" else 1 for f in enabled])[0]
         injected[fault] += 1
         if fault == "kill-worker" and workers.running():
             workers.kill(rng.choice(workers.running()))
@@ -242,7 +251,7 @@ async def run(args: argparse.Namespace, work: Path) -> Report:
     report = Report()
     try:
         async with Client(coordinator.url) as client:
-            producer = asyncio.create_task(produce(client, args.jobs, acked, rng))
+            producer = asyncio.create_task(produce(client, args.jobs, args.seconds, acked, rng))
             await inject(args, rng, coordinator, proxy, workers, injected)
             await producer
             proxy.faults.down = False
@@ -287,6 +296,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.minutes is not None:
         args.seconds = args.minutes * 60
+    configure_logging("console", "error")  # the client's retry warnings are expected here
     work = Path(tempfile.mkdtemp(prefix="leasehold-chaos-"))
     report = asyncio.run(run(args, work))
     width = max(len(k) for k in report.counts)

@@ -27,8 +27,10 @@ def chaos(job: LeasedJob) -> dict[str, object]:
     started = time.time()
     conn = _db()
     rng = random.Random(job.id * 1_000_003 + job.token)
-    # Mostly quick jobs; a few outlast one lease, so they live on renewals.
-    time.sleep(rng.choice([0.005, 0.01, 0.02, 0.05]) if rng.random() > 0.02 else 2.5)
+    # Mostly quick jobs; some long enough to be caught by a pause or a kill, and a few
+    # that outlast one lease, so they live on renewals.
+    draw = rng.random()
+    time.sleep(0.005 + 0.05 * rng.random() if draw < 0.85 else 0.8 if draw < 0.98 else 2.5)
     record_lease(conn, job.id, job.token, job.worker_id, started, job.lease_expires_at.timestamp())
     accepted = fenced_write(conn, job.id, job.token, job.worker_id, f"done by {job.worker_id}")
     record_lease(conn, job.id, job.token, job.worker_id, started, job.lease_expires_at.timestamp())

@@ -1,5 +1,6 @@
 """leasehold: a distributed job queue with fenced leases."""
 
+from leasehold.client import Client, SyncClient
 from leasehold.errors import (
     Conflict,
     IdempotencyConflict,
@@ -13,6 +14,7 @@ from leasehold.errors import (
 from leasehold.model import Job, JobStatus
 
 __all__ = [
+    "Client",
     "Conflict",
     "IdempotencyConflict",
     "InvalidRequest",
@@ -23,5 +25,6 @@ __all__ = [
     "LeaseholdError",
     "ReportConflict",
     "StaleToken",
+    "SyncClient",
 ]
 __version__ = "0.1.0"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from leasehold.client import DEFAULT_URL
 from leasehold.logs import configure_logging
 from leasehold.settings import MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
 
@@ -88,6 +89,77 @@ def serve(
         log_level="warning",
         timeout_graceful_shutdown=10,
     )
+
+
+@app.command()
+def worker(
+    app_spec: str = typer.Argument(
+        ...,
+        metavar="APP",
+        envvar="LEASEHOLD_APP",
+        help="The handlers, as module:attribute (a leasehold Registry or a dict {kind: handler}).",
+    ),
+    url: str = typer.Option(DEFAULT_URL, envvar="LEASEHOLD_URL", help="The coordinator."),
+    concurrency: int = typer.Option(
+        4, envvar="LEASEHOLD_CONCURRENCY", min=1, max=1000, help="Jobs run at once."
+    ),
+    kinds: str | None = typer.Option(
+        None,
+        envvar="LEASEHOLD_KINDS",
+        help="Comma-separated kinds to lease (default: every kind APP has a handler for).",
+    ),
+    lease_seconds: float | None = typer.Option(
+        None,
+        envvar="LEASEHOLD_LEASE_SECONDS",
+        min=0.001,
+        max=86_400,
+        help="Lease length, renewed every third of it (default: the coordinator's).",
+    ),
+    worker_id: str | None = typer.Option(
+        None, envvar="LEASEHOLD_WORKER_ID", help="Names this worker (default: HOST-PID)."
+    ),
+    token: str | None = typer.Option(
+        None, envvar="LEASEHOLD_TOKEN", help="Bearer token for the coordinator.", show_default=False
+    ),
+    wait_seconds: float = typer.Option(
+        5.0,
+        envvar="LEASEHOLD_WAIT_SECONDS",
+        min=1,
+        max=30,
+        help="Long poll: how long one lease request waits for a job.",
+    ),
+    grace_seconds: float = typer.Option(
+        30.0,
+        envvar="LEASEHOLD_GRACE_SECONDS",
+        min=0,
+        help="After the first SIGINT/SIGTERM, how long running jobs get to finish.",
+    ),
+    log_format: str = typer.Option("auto", envvar="LEASEHOLD_LOG_FORMAT", help="auto|json|console"),
+    log_level: str = typer.Option("info", envvar="LEASEHOLD_LOG_LEVEL"),
+) -> None:
+    """Run handlers for jobs. The first Ctrl+C or SIGTERM lets running jobs finish and exits
+    0; a second one cancels them and hands their jobs back."""
+    import asyncio
+
+    from leasehold.worker import AppLoadError, WorkerSettings, run_worker
+    from leasehold.worker.loader import load_app
+
+    try:
+        registry = load_app(app_spec)
+    except AppLoadError as exc:
+        raise typer.BadParameter(str(exc), param_hint="APP") from exc
+    settings = WorkerSettings(
+        url=url,
+        concurrency=concurrency,
+        kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()) if kinds else None,
+        lease_seconds=lease_seconds,
+        token=token,
+        wait_seconds=wait_seconds,
+        grace_seconds=grace_seconds,
+        **({"worker_id": worker_id} if worker_id else {}),
+    )
+    configure_logging(log_format, log_level)
+    raise typer.Exit(asyncio.run(run_worker(registry, settings)))
 
 
 def main() -> None:

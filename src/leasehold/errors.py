@@ -15,7 +15,9 @@ The tree::
     │   └── JobCancelled        the job was cancelled (or is being cancelled)
     ├── InvalidRequest          well-formed but unacceptable input      (422)
     │   └── IdempotencyConflict the key was used with a different request
-    ├── PayloadTooLarge         the request body is over the cap         (413)
+    ├── Unauthorized            no valid bearer token                    (401)
+    ├── Forbidden               the token's role may not make the request (403)
+    ├── PayloadTooLarge         the request body or payload is over a cap (413)
     ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
     └── Unavailable             the coordinator cannot serve right now    (503)
 
@@ -112,8 +114,21 @@ class IdempotencyConflict(InvalidRequest):
     code = "idempotency_conflict"
 
 
+class Unauthorized(LeaseholdError):
+    """A valid bearer token is required (Authorization: Bearer <token>)."""
+
+    code = "unauthorized"
+
+
+class Forbidden(LeaseholdError):
+    """The token's role may not make this request."""
+
+    code = "forbidden"
+
+
 class PayloadTooLarge(LeaseholdError):
-    """The request body is larger than the coordinator accepts."""
+    """The request body (or the payload or result in it) is larger than the coordinator
+    accepts."""
 
     code = "payload_too_large"
 

@@ -169,3 +169,18 @@ async def test_server_keeps_serving_and_job_is_intact(api: Api, job: dict[str, A
     )
     done = await api.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": "fine"})
     assert done.status == 200
+
+
+async def test_nul_characters_are_refused_on_every_backend(api: Api, job: dict[str, Any]) -> None:
+    before = await snapshot(api)
+    for body in (
+        {"kind": "k", "payload": "a\u0000b"},
+        {"kind": "k", "payload": {"x\u0000": 1}},
+        {"kind": "k", "payload": [[{"deep": "\u0000"}]]},
+    ):
+        assert_error(await api.post("/jobs", body), 422)
+    assert_error(await api.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": "\u0000"}))
+    assert_error(await api.post(f"/jobs/{job['id']}/fail", {"token": 1, "error": "e\u0000"}))
+    assert await snapshot(api) == before
+    ok = await api.post("/jobs", {"kind": "k", "payload": "a backslash-u: \\u0000 is text"})
+    assert ok.status == 201

@@ -164,9 +164,9 @@ async def test_a_long_poll_wakes_for_a_job_enqueued_through_another_store(
     poller, producer = JobService(await open_store()), JobService(await open_store())
     waiting, wait = asyncio.Event(), poller.wakeup.wait
 
-    async def wait_and_say_so(seconds: float) -> None:
+    async def wait_and_say_so(waiter: asyncio.Future[None], seconds: float) -> None:
         waiting.set()
-        await wait(seconds)
+        await wait(waiter, seconds)
 
     monkeypatch.setattr(poller.wakeup, "wait", wait_and_say_so)
     lease = asyncio.create_task(poller.lease("w", 60, wait_seconds=60))

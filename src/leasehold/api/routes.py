@@ -176,6 +176,7 @@ async def lease(body: LeaseRequest, request: Request) -> Response:
         max_jobs=body.max_jobs or 1,
         wait_seconds=body.wait_seconds,
         queues=body.queues,
+        gone=request.is_disconnected,
     )
     if not jobs:
         return Response(status_code=204)

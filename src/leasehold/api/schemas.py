@@ -44,6 +44,30 @@ def _printable(value: str) -> str:
     return value
 
 
+def _no_nul_json(value: JsonValue) -> JsonValue:
+    # PostgreSQL's text and jsonb cannot hold NUL; refusing it everywhere keeps the backends
+    # answering alike.
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise ValueError("must not contain the NUL character (\\u0000)")
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return value
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain the NUL character")
+    return value
+
+
+UserJSON = Annotated[JsonValue, AfterValidator(_no_nul_json)]
 Kind = Annotated[str, Field(min_length=1, max_length=MAX_KIND_LENGTH), AfterValidator(_printable)]
 IdempotencyKey = Annotated[
     str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_printable)
@@ -74,7 +98,7 @@ class Strict(BaseModel):
 
 class EnqueueRequest(Strict):
     kind: Kind
-    payload: JsonValue = None
+    payload: UserJSON = None
     max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] | None = Field(
         default=None, description="leases allowed before the job is dead (default 5)"
     )
@@ -110,12 +134,12 @@ class RenewRequest(Strict):
 
 class CompleteRequest(Strict):
     token: Token
-    result: JsonValue = None
+    result: UserJSON = None
 
 
 class FailRequest(Strict):
     token: Token
-    error: Annotated[str, Field(max_length=MAX_ERROR_LENGTH)]
+    error: Annotated[str, Field(max_length=MAX_ERROR_LENGTH), AfterValidator(_no_nul)]
     retryable: StrictBool = True
     retry_after_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = Field(
         default=None, description="retry after this delay instead of the backoff (capped)"

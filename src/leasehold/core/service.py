@@ -6,7 +6,7 @@ import asyncio
 import collections
 import contextlib
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -120,17 +120,23 @@ class Wakeup:
                 waiter.set_result(None)
                 left -= 1
 
-    async def wait(self, seconds: float) -> None:
-        """Until notified, or ``seconds`` at most."""
+    def register(self) -> asyncio.Future[None]:
+        """Join the queue of waiters now, before looking for work, so that a notify sent
+        while the lessee is still looking is not lost."""
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, seconds)
-        finally:
-            if not waiter.done() or waiter.cancelled():
-                with contextlib.suppress(ValueError):
-                    self._waiters.remove(waiter)
+        return waiter
+
+    def forget(self, waiter: asyncio.Future[None]) -> None:
+        if not waiter.done():
+            waiter.cancel()
+        with contextlib.suppress(ValueError):
+            self._waiters.remove(waiter)
+
+    async def wait(self, waiter: asyncio.Future[None], seconds: float) -> None:
+        """Until ``waiter`` is notified, or ``seconds`` at most."""
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(waiter), seconds)
 
 
 class JobService:
@@ -177,8 +183,13 @@ class JobService:
         max_jobs: int = 1,
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
+        gone: Callable[[], Awaitable[bool]] | None = None,
     ) -> list[Job]:
-        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first."""
+        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
+
+        ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
+        long poll asks it before each new look, so that no job is leased to nobody.
+        """
         request = LeaseRequest(
             worker_id,
             lease_seconds,
@@ -189,11 +200,19 @@ class JobService:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         while True:
-            jobs = await self.store.job_lease(request)
-            remaining = deadline - loop.time()
-            if jobs or remaining <= 0:
-                break
-            await self.wakeup.wait(min(remaining, _POLL_RECHECK_SECONDS))
+            waiter = self.wakeup.register() if wait_seconds > 0 else None
+            try:
+                jobs = await self.store.job_lease(request)
+                remaining = deadline - loop.time()
+                if jobs or remaining <= 0 or waiter is None:
+                    break
+                await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
+                if gone is not None and await gone():
+                    jobs = []
+                    break
+            finally:
+                if waiter is not None:
+                    self.wakeup.forget(waiter)
         for job in jobs:
             log.info("job.leased", **_fields(job))
         self.metrics.leased(jobs)

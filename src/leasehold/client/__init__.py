@@ -1,0 +1,35 @@
+"""The HTTP client for a leasehold coordinator: ``Client`` (async) and ``SyncClient``.
+
+Built on aiohttp: one shared ``ClientSession`` with a connection pool per client, chosen by
+measurement (aiohttp's client did about ten times httpx's requests per second under
+concurrency on our machines). The worker and the CLI use this client; nothing else in
+leasehold speaks HTTP to the coordinator.
+
+Errors come back as the types in ``leasehold.errors``, told apart by the ``error`` code in
+the JSON body (``StaleToken``, ``LeaseExpired``, ``JobNotFound``, ...), or by the status
+when a body carries no known code. ``Unavailable`` stands for every answer that is not one:
+a network error, a timeout or a 5xx.
+
+Retries: calls that fail with ``Unavailable`` are tried again with exponential backoff and
+jitter (``RetryPolicy``); 4xx answers never are. That is safe because every call is
+idempotent: a worker's renew / complete / fail / release repeats under the same token are
+answered as the first was, reads change nothing, and an enqueue always carries an
+idempotency key (see ``Client.enqueue``).
+"""
+
+from leasehold.client._answers import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
+from leasehold.client._client import Client
+from leasehold.client._sync import SyncClient
+from leasehold.retry import NO_RETRY, RetryPolicy
+
+__all__ = [
+    "DEFAULT_URL",
+    "NO_RETRY",
+    "Client",
+    "JobPage",
+    "Lease",
+    "RetryPolicy",
+    "SyncClient",
+    "error_from_answer",
+    "parse_job",
+]

@@ -1,0 +1,173 @@
+"""What the coordinator answers, as types: errors, jobs, leases, pages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from leasehold.errors import (
+    Conflict,
+    Forbidden,
+    IdempotencyConflict,
+    InvalidRequest,
+    InvalidTransition,
+    JobNotFound,
+    LeaseExpired,
+    LeaseholdError,
+    PayloadTooLarge,
+    ReportConflict,
+    StaleToken,
+    Unauthorized,
+    Unavailable,
+    UnsupportedMediaType,
+)
+from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+_BY_CODE: dict[str, type[LeaseholdError]] = {
+    cls.code: cls
+    for cls in (
+        JobNotFound,
+        Conflict,
+        StaleToken,
+        LeaseExpired,
+        ReportConflict,
+        InvalidTransition,
+        InvalidRequest,
+        IdempotencyConflict,
+        PayloadTooLarge,
+        UnsupportedMediaType,
+        Unauthorized,
+        Forbidden,
+        Unavailable,
+    )
+}
+# The coordinator's codes for a body that failed validation.
+_BY_CODE |= {"validation_error": InvalidRequest, "invalid_json": InvalidRequest}
+# For answers without a known code (a proxy's, or a newer coordinator's). No 404 here: a
+# route that does not exist (a wrong URL) is not a missing job.
+_BY_STATUS: dict[int, type[LeaseholdError]] = {
+    401: Unauthorized,
+    403: Forbidden,
+    409: Conflict,
+    413: PayloadTooLarge,
+    415: UnsupportedMediaType,
+    422: InvalidRequest,
+}
+
+
+def error_from_answer(status: int, body: bytes) -> LeaseholdError:
+    """The error an HTTP answer with status >= 400 stands for."""
+    code, message = _code_and_message(body)
+    if status >= 500:
+        return Unavailable(f"the coordinator answered {status}: {message}")
+    cls = _BY_CODE.get(code or "") or _BY_STATUS.get(status)
+    if cls is None:
+        return LeaseholdError(f"the coordinator answered {status} ({code}): {message}")
+    return cls(message)
+
+
+def _code_and_message(body: bytes) -> tuple[str | None, str]:
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None, body[:200].decode(errors="replace") or "(no body)"
+    if not isinstance(parsed, dict):
+        return None, str(parsed)[:200]
+    code = parsed.get("error")
+    return (code if isinstance(code, str) else None), str(parsed.get("message", ""))
+
+
+def encode(body: Mapping[str, Any]) -> bytes:
+    # Strict JSON, as the coordinator requires: NaN and Infinity are refused here, not
+    # silently turned into null.
+    try:
+        return json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"the request is not JSON: {exc}") from exc
+
+
+# -- typed answers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A job leased to a worker, and the fencing token that speaks for the lease."""
+
+    job: Job
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """One page of ``Client.list``; pass ``next_cursor`` back for the next one."""
+
+    jobs: list[Job]
+    next_cursor: str | None
+
+
+def _time(value: Any) -> datetime:
+    # The coordinator sends RFC 3339 in UTC with an explicit offset; a naive time is UTC too.
+    moment = datetime.fromisoformat(value)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _time_or_none(value: Any) -> datetime | None:
+    return None if value is None else _time(value)
+
+
+def parse_job(data: Any) -> Job:
+    """A ``model.Job`` from its wire form (``api.schemas.JobOut``).
+
+    Parsed here rather than with the server's schema, so that the client does not import
+    the coordinator (FastAPI and all). Times are aware UTC datetimes; the fields the
+    coordinator keeps to itself (``report``, ``request_hash``, ``lease_seconds``) are None.
+    """
+    try:
+        return Job(
+            id=int(data["id"]),
+            kind=str(data["kind"]),
+            payload=data.get("payload"),
+            status=JobStatus(data["status"]),
+            attempts=int(data["attempts"]),
+            max_attempts=int(data["max_attempts"]),
+            run_after=_time(data["run_after"]),
+            created_at=_time(data["created_at"]),
+            lease_token=int(data["lease_token"]),
+            lease_owner=data.get("lease_owner"),
+            lease_expires_at=_time_or_none(data.get("lease_expires_at")),
+            leased_at=_time_or_none(data.get("leased_at")),
+            finished_at=_time_or_none(data.get("finished_at")),
+            idempotency_key=data.get("idempotency_key"),
+            result=data.get("result"),
+            last_error=data.get("last_error"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LeaseholdError(f"the coordinator's answer is not a job: {exc!r}") from exc
+
+
+def parse_attempt(job_id: int, data: Any) -> Attempt:
+    try:
+        return Attempt(
+            job_id=job_id,
+            token=int(data["token"]),
+            worker_id=str(data["worker_id"]),
+            leased_at=_time(data["leased_at"]),
+            finished_at=_time_or_none(data.get("finished_at")),
+            outcome=AttemptOutcome(data["outcome"]),
+            error=data.get("error"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LeaseholdError(f"the coordinator's answer is not an attempt: {exc!r}") from exc
+
+
+def drop_none(**fields: Any) -> dict[str, Any]:
+    """Leave out what was not given, so the coordinator's defaults apply."""
+    return {k: v for k, v in fields.items() if v is not None}

@@ -1,0 +1,225 @@
+"""``Client``: the async client. Every call is one idempotent request, retried as allowed."""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from leasehold.client._answers import (
+    DEFAULT_TIMEOUT_SECONDS,
+    DEFAULT_URL,
+    JobPage,
+    Lease,
+    drop_none,
+    encode,
+    parse_attempt,
+    parse_job,
+)
+from leasehold.client._transport import Transport
+from leasehold.model import JSON, Attempt, Job, JobStatus
+from leasehold.retry import RetryPolicy, call_with_retry
+
+
+class Client:
+    """An async client for one coordinator. Use ``async with Client(url) as client:``.
+
+    ``token`` is sent as ``Authorization: Bearer <token>``. ``retry`` says how calls that
+    got no answer (``Unavailable``) are tried again; 4xx answers are never retried.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        retry: RetryPolicy | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        max_connections: int = 100,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._transport = Transport(url, token, timeout_seconds, max_connections)
+        self.retry = retry or RetryPolicy()
+        self._rng = rng or random.Random()
+
+    @classmethod
+    def from_env(cls, **options: Any) -> Client:
+        """A client for ``$LEASEHOLD_URL`` with ``$LEASEHOLD_TOKEN``, if they are set."""
+        url = os.environ.get("LEASEHOLD_URL", DEFAULT_URL)
+        return cls(url, token=os.environ.get("LEASEHOLD_TOKEN"), **options)
+
+    @property
+    def url(self) -> str:
+        return self._transport.url
+
+    def with_retry(self, retry: RetryPolicy) -> Client:
+        """The same client (same session) with another retry policy."""
+        view = Client.__new__(Client)
+        view._transport, view.retry, view._rng = self._transport, retry, self._rng
+        return view
+
+    async def close(self) -> None:
+        await self._transport.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_seconds: float | None = None,
+    ) -> Any:
+        raw = encode(body) if body is not None else None
+        send = functools.partial(
+            self._transport.send,
+            method,
+            path,
+            raw,
+            params or {},
+            headers or {},
+            timeout_seconds or self._transport.timeout_seconds,
+        )
+        return await call_with_retry(send, self.retry, self._rng, f"{method} {path}")
+
+    # -- producers ----------------------------------------------------------------------
+
+    async def enqueue(
+        self,
+        kind: str,
+        payload: JSON = None,
+        *,
+        max_attempts: int | None = None,
+        run_after: datetime | None = None,
+        idempotency_key: str | None = None,
+    ) -> Job:
+        """Add a job; the coordinator's defaults apply to what is not given.
+
+        Without ``idempotency_key`` the client makes up a random one, so that its own
+        retries (after a timeout, say, where the first request may have been stored) can
+        never add the job twice; the key shows as ``job.idempotency_key``. Pass a key of
+        your own to make the enqueue idempotent across processes and restarts as well:
+        the same key with the same request returns the job already stored.
+        """
+        body = drop_none(
+            kind=kind,
+            max_attempts=max_attempts,
+            run_after=run_after.isoformat() if run_after else None,
+            idempotency_key=idempotency_key or f"auto-{uuid.uuid4().hex}",
+        )
+        return parse_job(await self._call("POST", "/jobs", {**body, "payload": payload}))
+
+    # -- workers ------------------------------------------------------------------------
+
+    async def lease(
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: float | None = None,
+        kinds: Sequence[str] | None = None,
+        wait_seconds: float = 0.0,
+    ) -> Lease | None:
+        """Lease the next due job, waiting up to ``wait_seconds`` for one; None if none came.
+
+        A retried lease whose first answer was lost leaves that job leased to nobody until
+        its lease expires and the coordinator takes it back: it is delayed, never lost.
+        """
+        body = drop_none(
+            worker_id=worker_id,
+            lease_seconds=lease_seconds,
+            kinds=list(kinds) if kinds is not None else None,
+            wait_seconds=wait_seconds,
+        )
+        timeout = wait_seconds + self._transport.timeout_seconds
+        data = await self._call("POST", "/lease", body, timeout_seconds=timeout)
+        return None if data is None else Lease(parse_job(data["job"]), int(data["token"]))
+
+    async def renew(self, job_id: int, token: int, *, lease_seconds: float | None = None) -> Job:
+        """Extend the lease from now (by the length it was granted for, by default)."""
+        body = drop_none(token=token, lease_seconds=lease_seconds)
+        return parse_job(await self._call("POST", f"/jobs/{job_id}/renew", body))
+
+    async def complete(self, job_id: int, token: int, result: JSON = None) -> Job:
+        """Report success. A repeat under the same token answers as the first did."""
+        body = {"token": token, "result": result}
+        return parse_job(await self._call("POST", f"/jobs/{job_id}/complete", body))
+
+    async def fail(
+        self,
+        job_id: int,
+        token: int,
+        error: str,
+        *,
+        retryable: bool = True,
+        retry_after_seconds: float | None = None,
+    ) -> Job:
+        """Report failure: retried after a backoff (or ``retry_after_seconds``), or dead
+        when out of attempts or not ``retryable``."""
+        body = drop_none(
+            token=token,
+            error=error,
+            retryable=retryable,
+            retry_after_seconds=retry_after_seconds,
+        )
+        return parse_job(await self._call("POST", f"/jobs/{job_id}/fail", body))
+
+    async def release(self, job_id: int, token: int) -> Job:
+        """Hand a leased job back unfinished: queued again at once, its attempt given back."""
+        return parse_job(await self._call("POST", f"/jobs/{job_id}/release", {"token": token}))
+
+    # -- reading and operating ----------------------------------------------------------
+
+    async def get(self, job_id: int) -> Job:
+        return parse_job(await self._call("GET", f"/jobs/{job_id}"))
+
+    async def attempts(self, job_id: int) -> list[Attempt]:
+        """The history of the job's leases, oldest first."""
+        data = await self._call("GET", f"/jobs/{job_id}/attempts")
+        return [parse_attempt(job_id, a) for a in data["attempts"]]
+
+    async def requeue(self, job_id: int) -> Job:
+        """Bring a dead job back: queued at once, attempts reset."""
+        return parse_job(await self._call("POST", f"/jobs/{job_id}/requeue"))
+
+    async def requeue_dead(
+        self, *, kind: str | None = None, error_contains: str | None = None, limit: int = 1000
+    ) -> int:
+        """Requeue dead jobs matching the filter; how many were requeued."""
+        body = drop_none(kind=kind, error_contains=error_contains, limit=limit)
+        data = await self._call("POST", "/jobs/requeue", body)
+        return int(data["requeued"])
+
+    async def stats(self) -> dict[str, Any]:
+        """The coordinator's ``GET /stats``, as parsed JSON."""
+        data: dict[str, Any] = await self._call("GET", "/stats")
+        return data
+
+    async def list(
+        self,
+        *,
+        status: JobStatus | str | None = None,
+        kind: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> JobPage:
+        """One page of jobs, oldest first, optionally of one status and kind."""
+        params = drop_none(status=status and str(status), kind=kind, cursor=cursor)
+        data = await self._call("GET", "/jobs", params={**params, "limit": str(limit)})
+        return JobPage([parse_job(j) for j in data["jobs"]], data["next_cursor"])

@@ -1,0 +1,94 @@
+"""``SyncClient``: the async client run on a private event-loop thread, for scripts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from leasehold.client._answers import DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL
+from leasehold.client._client import Client
+from leasehold.retry import RetryPolicy
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _blocking(
+    method: Callable[Concatenate[Client, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[SyncClient, P], T]:
+    """The blocking form of a ``Client`` method: run on the SyncClient's loop, waited for."""
+
+    def call(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._run(method(self._client, *args, **kwargs))
+
+    call.__name__, call.__qualname__ = method.__name__, f"SyncClient.{method.__name__}"
+    call.__doc__ = method.__doc__
+    return call
+
+
+class SyncClient:
+    """A blocking client for scripts: ``Client`` run on a private event-loop thread.
+
+    Every method is the ``Client`` method of the same name and takes the same arguments;
+    there is no second implementation to keep in step.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        retry: RetryPolicy | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
+        self._client = Client(url, token=token, retry=retry, timeout_seconds=timeout_seconds)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="leasehold-client", daemon=True
+        )
+        self._thread.start()
+
+    @classmethod
+    def from_env(cls) -> SyncClient:
+        """A client for ``$LEASEHOLD_URL`` with ``$LEASEHOLD_TOKEN``, if they are set."""
+        url = os.environ.get("LEASEHOLD_URL", DEFAULT_URL)
+        return cls(url, token=os.environ.get("LEASEHOLD_TOKEN"))
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._run(self._client.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> SyncClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    enqueue = _blocking(Client.enqueue)
+    lease = _blocking(Client.lease)
+    renew = _blocking(Client.renew)
+    complete = _blocking(Client.complete)
+    fail = _blocking(Client.fail)
+    release = _blocking(Client.release)
+    get = _blocking(Client.get)
+    attempts = _blocking(Client.attempts)
+    requeue = _blocking(Client.requeue)
+    requeue_dead = _blocking(Client.requeue_dead)
+    stats = _blocking(Client.stats)
+    list = _blocking(Client.list)

@@ -1,0 +1,19 @@
+"""The worker: handlers registered by kind, run by ``leasehold worker APP``."""
+
+from leasehold.worker.errors import AppLoadError, PermanentFailure, Retry
+from leasehold.worker.job import LeasedJob
+from leasehold.worker.registry import Handler, Registry
+from leasehold.worker.runtime import Worker, run_worker
+from leasehold.worker.settings import WorkerSettings
+
+__all__ = [
+    "AppLoadError",
+    "Handler",
+    "LeasedJob",
+    "PermanentFailure",
+    "Registry",
+    "Retry",
+    "Worker",
+    "WorkerSettings",
+    "run_worker",
+]

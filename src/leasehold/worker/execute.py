@@ -1,0 +1,110 @@
+"""Running one handler and deciding what its run amounts to."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import traceback
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import structlog
+
+from leasehold.model import JSON
+from leasehold.worker.errors import PermanentFailure, Retry
+from leasehold.worker.job import LeasedJob
+from leasehold.worker.lease import LeaseKeeper
+from leasehold.worker.registry import Handler
+from leasehold.worker.threads import in_daemon_thread
+from leasehold.worker.waiting import cancel_and_wait
+
+log = structlog.get_logger("leasehold.worker")
+
+# How long a cancelled async handler gets to clean up before we stop waiting for it.
+CANCEL_WAIT_SECONDS = 5.0
+# Error texts are capped well under the coordinator's limit; the end of a traceback (the
+# exception itself) is the part kept.
+MAX_ERROR_CHARS = 8000
+
+
+@dataclass(frozen=True, slots=True)
+class Succeeded:
+    result: JSON
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error: str
+    retryable: bool = True
+    retry_after_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    """The handler was cut short, or finished too late: there is nothing to report."""
+
+    why: Literal["lease_lost", "forced"]
+
+
+Outcome = Succeeded | Failed | Interrupted
+
+
+async def call_handler(handler: Handler, job: LeasedJob) -> Any:
+    """``async def`` handlers run on the loop; anything else on a thread of its own."""
+    if inspect.iscoroutinefunction(handler):
+        return await handler(job)
+    result = await in_daemon_thread(handler, job)
+    if inspect.isawaitable(result):  # e.g. a partial of an async function
+        result = await result
+    return result
+
+
+async def execute(
+    handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced: asyncio.Event
+) -> Outcome:
+    """Run the handler until it ends, its lease is lost or a forced stop; what it came to.
+
+    On a lost lease or a forced stop the handler is cancelled (a thread cannot be, and runs
+    on with its result dropped). A result that arrives after the lease ran out is dropped
+    too: another worker may hold the job by then.
+    """
+    task = asyncio.create_task(call_handler(handler, job), name=f"leasehold-job-{job.id}")
+    stoppers = [asyncio.create_task(keeper.lost.wait()), asyncio.create_task(forced.wait())]
+    try:
+        await asyncio.wait({task, *stoppers}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        raise
+    finally:
+        for stopper in stoppers:
+            stopper.cancel()
+    if not task.done():
+        if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):
+            log.warning("job.cancel_ignored", waited_seconds=CANCEL_WAIT_SECONDS)
+        return Interrupted("lease_lost" if keeper.lost.is_set() else "forced")
+    if not keeper.held():
+        if not keeper.lost.is_set():
+            log.warning("lease.lost", reason="expired", error="the handler finished too late")
+        return Interrupted("lease_lost")
+    return outcome_of(task)
+
+
+def outcome_of(task: asyncio.Task[Any]) -> Succeeded | Failed:
+    if task.cancelled():  # the handler cancelled itself: not a result, so try again
+        return Failed("the handler was cancelled")
+    error = task.exception()
+    if error is None:
+        return Succeeded(task.result())
+    if isinstance(error, PermanentFailure):
+        return Failed(describe(error, with_traceback=False), retryable=False)
+    if isinstance(error, Retry):
+        return Failed(describe(error, with_traceback=False), retry_after_seconds=error.delay)
+    return Failed(describe(error))
+
+
+def describe(error: BaseException, *, with_traceback: bool = True) -> str:
+    if with_traceback:
+        text = "".join(traceback.format_exception(error)).rstrip()
+    else:
+        text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= MAX_ERROR_CHARS else "..." + text[-MAX_ERROR_CHARS:]

@@ -1,0 +1,147 @@
+"""One leased job, from start to report: renewals, the handler, complete / fail / release."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import structlog
+
+from leasehold.client import Client, Lease
+from leasehold.errors import Conflict, InvalidRequest, LeaseholdError, PayloadTooLarge
+from leasehold.worker.execute import Failed, Interrupted, Outcome, Succeeded, execute
+from leasehold.worker.job import LeasedJob
+from leasehold.worker.lease import LeaseKeeper
+from leasehold.worker.registry import Registry
+from leasehold.worker.waiting import Preempted, cancel_and_wait, unless_set
+
+log = structlog.get_logger("leasehold.worker")
+
+# A release is a courtesy that saves waiting for the lease to run out; it gets this long.
+RELEASE_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Leased:
+    """A lease as the worker holds it: the handler's view, and when it runs out locally."""
+
+    job: LeasedJob
+    seconds: float
+    deadline: float  # on the loop's monotonic clock
+
+    @classmethod
+    def of(cls, lease: Lease, worker_id: str, received: float) -> Leased:
+        job = lease.job
+        assert job.lease_expires_at is not None, "a leased job has an expiry"
+        assert job.leased_at is not None, "a leased job has a lease time"
+        seconds = (job.lease_expires_at - job.leased_at).total_seconds()
+        # From when the answer arrived: a long poll's send time says nothing about when the
+        # lease was granted. The first renewal re-anchors on a send time, which errs early.
+        return cls(LeasedJob.of(lease, worker_id), seconds, received + seconds)
+
+
+class JobRunner:
+    """Runs leased jobs for the worker's loops; shares the worker's client and stop events."""
+
+    def __init__(
+        self,
+        client: Client,
+        registry: Registry,
+        forced: asyncio.Event,
+        polls_ended: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.client = client
+        self.registry = registry
+        self.forced = forced
+        # Releases happen only while stopping; they wait for the worker's lease polls to
+        # end, or a poll could lease the job straight back.
+        self.polls_ended = polls_ended
+
+    async def run(self, leased: Leased) -> None:
+        job = leased.job
+        with structlog.contextvars.bound_contextvars(
+            job_id=job.id, kind=job.kind, attempt=job.attempt, token=job.token
+        ):
+            handler = self.registry.get(job.kind)
+            if handler is None:
+                handles = ", ".join(self.registry.kinds)
+                error = f"no handler for kind {job.kind!r} in this worker (it handles: {handles})"
+                log.error("job.no_handler", error=error)
+                await self.report(leased, Failed(error), leased.deadline)
+                return
+            keeper = LeaseKeeper(self.client, job, leased.seconds, leased.deadline)
+            log.info("job.started")
+            started = time.monotonic()
+            renewing = asyncio.create_task(keeper.run(), name=f"leasehold-renew-{job.id}")
+            try:
+                outcome = await execute(handler, job, keeper, self.forced)
+            finally:
+                await cancel_and_wait(renewing)
+            await self.settle(leased, outcome, keeper, time.monotonic() - started)
+
+    async def settle(
+        self, leased: Leased, outcome: Outcome, keeper: LeaseKeeper, seconds: float
+    ) -> None:
+        if isinstance(outcome, Interrupted):
+            if outcome.why == "forced":
+                await self.release(leased.job)
+            else:
+                log.warning("job.result_dropped", reason=keeper.reason or "expired")
+            return
+        await self.report(leased, outcome, keeper.deadline, seconds)
+
+    async def report(
+        self, leased: Leased, outcome: Succeeded | Failed, deadline: float, seconds: float = 0.0
+    ) -> None:
+        """Complete or fail the job, retrying until answered, the lease runs out, or a
+        forced stop."""
+        try:
+            async with asyncio.timeout_at(deadline):
+                await unless_set(self.forced, self._send(leased.job, outcome, seconds))
+        except TimeoutError:
+            log.warning("report.abandoned", reason="the lease ran out before it was answered")
+        except Preempted:
+            log.warning("report.abandoned", reason="forced stop")
+            await self.release(leased.job)
+        except Conflict as exc:
+            log.warning("report.refused", reason=exc.code, error=exc.message)
+        except LeaseholdError as exc:
+            log.error("report.refused", reason=exc.code, error=exc.message)
+
+    async def _send(self, job: LeasedJob, outcome: Succeeded | Failed, seconds: float) -> None:
+        if isinstance(outcome, Succeeded):
+            try:
+                await self.client.complete(job.id, job.token, outcome.result)
+            except (InvalidRequest, PayloadTooLarge) as exc:
+                error = f"the coordinator refused the handler's result: {exc.message}"
+                outcome = Failed(error, retryable=False)
+            else:
+                log.info("job.succeeded", seconds=round(seconds, 3))
+                return
+        after = await self.client.fail(
+            job.id,
+            job.token,
+            outcome.error,
+            retryable=outcome.retryable,
+            retry_after_seconds=outcome.retry_after_seconds,
+        )
+        log.warning(
+            "job.failed",
+            error=outcome.error.rstrip().rsplit("\n", 1)[-1],
+            retryable=outcome.retryable,
+            status=str(after.status),
+            seconds=round(seconds, 3),
+        )
+
+    async def release(self, job: LeasedJob) -> None:
+        """Hand the job back at once, so it need not wait for the lease to run out."""
+        await self.polls_ended()
+        try:
+            async with asyncio.timeout(RELEASE_TIMEOUT_SECONDS):
+                await self.client.release(job.id, job.token)
+        except (TimeoutError, LeaseholdError) as exc:
+            log.warning("job.release_failed", job_id=job.id, token=job.token, error=repr(exc))
+        else:
+            log.info("job.released", job_id=job.id, token=job.token)

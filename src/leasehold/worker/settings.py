@@ -1,0 +1,32 @@
+"""The worker's settings, built once (by the CLI or a test) and passed down."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+
+from leasehold.client import DEFAULT_URL
+
+
+def default_worker_id() -> str:
+    """host-pid: unique among live workers, and says where to look."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    url: str = DEFAULT_URL
+    concurrency: int = 4
+    # The kinds to lease; None: every kind the registry has a handler for.
+    kinds: tuple[str, ...] | None = None
+    # None: the coordinator's default lease length.
+    lease_seconds: float | None = None
+    worker_id: str = field(default_factory=default_worker_id)
+    token: str | None = None
+    # How long one lease request waits for a job (a long poll) before trying again. A
+    # graceful stop waits for polls in flight, so this also bounds how long it takes.
+    wait_seconds: float = 5.0
+    # After the first stop signal, how long running handlers get before they are cancelled
+    # and their jobs released, as a second signal would.
+    grace_seconds: float = 30.0

@@ -1,0 +1,27 @@
+"""The short chaos run (scripts/chaos.py) holds every invariant."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_short_chaos_run_holds_every_invariant() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "chaos.py"), "--seconds", "40", "--jobs", "2000"],
+        capture_output=True,
+        text=True,
+        timeout=380,
+        check=False,
+    )
+    print(run.stdout)
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-5000:]
+    assert "all invariants hold" in run.stdout
+    assert "fault: kill-coordinator" in run.stdout
