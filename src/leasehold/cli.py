@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from leasehold.cli_admin import limits, schedules
 from leasehold.client import DEFAULT_URL
 from leasehold.logs import configure_logging
 from leasehold.settings import MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
@@ -14,6 +15,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+app.add_typer(schedules, name="schedules")
+app.add_typer(limits, name="limits")
 
 
 @app.callback()
@@ -108,6 +113,11 @@ def worker(
         envvar="LEASEHOLD_KINDS",
         help="Comma-separated kinds to lease (default: every kind APP has a handler for).",
     ),
+    queues: str | None = typer.Option(
+        None,
+        envvar="LEASEHOLD_QUEUES",
+        help="Comma-separated queues to lease from (default: every queue).",
+    ),
     lease_seconds: float | None = typer.Option(
         None,
         envvar="LEASEHOLD_LEASE_SECONDS",
@@ -151,7 +161,8 @@ def worker(
     settings = WorkerSettings(
         url=url,
         concurrency=concurrency,
-        kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()) if kinds else None,
+        kinds=_names(kinds),
+        queues=_names(queues),
         lease_seconds=lease_seconds,
         token=token,
         wait_seconds=wait_seconds,
@@ -160,6 +171,12 @@ def worker(
     )
     configure_logging(log_format, log_level)
     raise typer.Exit(asyncio.run(run_worker(registry, settings)))
+
+
+def _names(listed: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option as names (None when not given or empty)."""
+    names = tuple(n.strip() for n in (listed or "").split(",") if n.strip())
+    return names or None
 
 
 def main() -> None:

@@ -85,7 +85,9 @@ class JobRunner:
         self, leased: Leased, outcome: Outcome, keeper: LeaseKeeper, seconds: float
     ) -> None:
         if isinstance(outcome, Interrupted):
-            if outcome.why == "forced":
+            if outcome.why == "cancelled":
+                await self.acknowledge_cancel(leased.job)
+            elif outcome.why == "forced":
                 await self.release(leased.job)
             else:
                 log.warning("job.result_dropped", reason=keeper.reason or "expired")
@@ -134,6 +136,18 @@ class JobRunner:
             status=str(after.status),
             seconds=round(seconds, 3),
         )
+
+    async def acknowledge_cancel(self, job: LeasedJob) -> None:
+        """The job was cancelled and its handler stopped: say so with a release, which ends
+        the job as cancelled at once (else it waits for the lease to run out). No wait for
+        the lease polls: a cancelled job is never leased again."""
+        try:
+            async with asyncio.timeout(RELEASE_TIMEOUT_SECONDS):
+                after = await self.client.release(job.id, job.token)
+        except (TimeoutError, LeaseholdError) as exc:
+            log.warning("job.cancel_unacknowledged", error=repr(exc))
+        else:
+            log.info("job.cancelled", status=str(after.status))
 
     async def release(self, job: LeasedJob) -> None:
         """Hand the job back at once, so it need not wait for the lease to run out."""
