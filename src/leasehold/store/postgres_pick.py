@@ -12,7 +12,8 @@ commit, a moment later.
 Per-kind concurrency limits. The plain statement leases only when no limit applies to
 what it could pick (a one-time filter on ``kind_limits``, so it costs one probe of an
 empty or small table), and says so in its answer. Otherwise the store runs the capped form
-in a transaction that first locks the limited kinds' rows and counts their running jobs:
+in a transaction that first locks the limited kinds' rows and counts their running jobs
+(from the kept job counts, see ``RUNNING``):
 leases of a limited kind take turns, and each sees the jobs the previous one leased.
 Times are ``statement_timestamp()``: in the capped form that is after the lock was taken,
 so a lease is never recorded as starting before a completion it waited for.
@@ -113,11 +114,12 @@ def _pick(kinds: bool, queues: bool, capped: bool, n_kinds: str, n_caps: str, n_
 
 
 QUEUED_KINDS: Final = (
-    # A loose index scan: one probe of jobs_pick_kind per kind that has queued jobs.
+    # A loose index scan: one probe of jobs_pick_kind per kind that has queued jobs. The
+    # order names its second column, so no plan can prefer jobs_kind and walk finished jobs.
     "WITH RECURSIVE k(kind) AS ("
-    " (SELECT kind FROM jobs WHERE status = 'queued' ORDER BY kind LIMIT 1)"
+    " (SELECT kind FROM jobs WHERE status = 'queued' ORDER BY kind, priority DESC LIMIT 1)"
     " UNION ALL SELECT (SELECT kind FROM jobs WHERE status = 'queued' AND kind > k.kind"
-    " ORDER BY kind LIMIT 1) FROM k WHERE k.kind IS NOT NULL"
+    " ORDER BY kind, priority DESC LIMIT 1) FROM k WHERE k.kind IS NOT NULL"
     ") SELECT kind FROM k WHERE kind IS NOT NULL LIMIT $1"
 )
 LIMITS: Final = "SELECT kind, max_running FROM kind_limits WHERE kind = ANY($1::text[])"
@@ -125,8 +127,10 @@ LOCK_LIMITS: Final = (
     "SELECT kind, max_running FROM kind_limits WHERE kind = ANY($1::text[])"
     " ORDER BY kind FOR UPDATE"
 )
+# Running jobs per kind from the kept job counts: exact for what has committed (the deltas
+# commit with the changes they count), and no index on running jobs to maintain.
 RUNNING: Final = (
-    "SELECT kind, count(*) AS n FROM jobs WHERE status = 'running'"
+    "SELECT kind, sum(value)::bigint AS n FROM counters WHERE name = 'jobs:running'"
     " AND kind = ANY($1::text[]) GROUP BY kind"
 )
 OLDEST_AVAILABLE: Final = (

@@ -123,14 +123,16 @@ async def limit_delete(conn: asyncpg.Connection, kind: str) -> bool:
 
 async def limit_list(conn: asyncpg.Connection) -> list[KindLimit]:
     rows = await conn.fetch(
-        "SELECT l.kind, l.max_running, (SELECT count(*) FROM jobs WHERE status = 'running'"
-        " AND jobs.kind = l.kind) AS running FROM kind_limits AS l ORDER BY l.kind"
+        "SELECT l.kind, l.max_running, (SELECT coalesce(sum(value), 0)::bigint FROM counters"
+        " WHERE name = 'jobs:running' AND counters.kind = l.kind) AS running"
+        " FROM kind_limits AS l ORDER BY l.kind"
     )
     return [KindLimit(r["kind"], r["max_running"], r["running"]) for r in rows]
 
 
 async def running(conn: asyncpg.Connection, kind: str) -> int:
     n: int = await conn.fetchval(
-        "SELECT count(*) FROM jobs WHERE status = 'running' AND kind = $1", kind
+        "SELECT coalesce(sum(value), 0) FROM counters WHERE name = 'jobs:running' AND kind = $1",
+        kind,
     )
-    return n
+    return int(n)

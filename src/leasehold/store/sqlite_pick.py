@@ -7,7 +7,7 @@ and merges the heads here: an IN list in one scan would make SQLite sort every q
 of those kinds.
 
 Per-kind concurrency limits: this process is the database's only writer, so counting a
-kind's running jobs and leasing in the same transaction cannot race.
+kind's running jobs (from the job counts) and leasing in one transaction cannot race.
 """
 
 from __future__ import annotations
@@ -27,8 +27,17 @@ MAX_KINDS_SCANNED: Final = 10_000
 Head = tuple[int, float, int, str]  # (priority, run_after, id, kind)
 
 
-def pick(conn: sqlite3.Connection, request: LeaseRequest, now: float) -> list[int]:
-    """Ids of up to ``max_jobs`` jobs to lease, in lease order."""
+# The plain lease (nothing narrows it, no limit applies) picks inside its UPDATE: one
+# statement, as before limits and queues existed.
+PLAIN: Final = (
+    "SELECT id FROM jobs INDEXED BY jobs_pick WHERE status = 'queued'"
+    f" AND run_after <= :now {_ORDER} LIMIT :n"
+)
+
+
+def pick(conn: sqlite3.Connection, request: LeaseRequest, now: float) -> list[int] | None:
+    """Ids of up to ``max_jobs`` jobs to lease, in lease order; None for a plain lease,
+    whose caller picks with ``PLAIN`` in the same statement as its UPDATE."""
     limits = dict(conn.execute("SELECT kind, max_running FROM kind_limits").fetchall())
     kinds = request.kinds
     if limits and (kinds is None or not limits.keys().isdisjoint(kinds)):
@@ -40,12 +49,7 @@ def pick(conn: sqlite3.Connection, request: LeaseRequest, now: float) -> list[in
             return []
         return _merge(_heads(conn, request, now, kinds, room), request.max_jobs, room)
     if kinds is None and request.queues is None:
-        rows = conn.execute(
-            f"SELECT id FROM jobs INDEXED BY jobs_pick WHERE status = 'queued'"
-            f" AND run_after <= ? {_ORDER} LIMIT ?",
-            (now, request.max_jobs),
-        )
-        return [job_id for (job_id,) in rows]
+        return None
     return _merge(_heads(conn, request, now, kinds, {}), request.max_jobs, {})
 
 
@@ -56,13 +60,18 @@ def _room(
     room = {}
     for kind, max_running in limits.items():
         if kinds is None or kind in kinds:
-            (running,) = conn.execute(
-                "SELECT count(*) FROM jobs INDEXED BY jobs_running_kind"
-                " WHERE status = 'running' AND kind = ?",
-                (kind,),
-            ).fetchone()
-            room[kind] = max_running - running
+            room[kind] = max_running - running(conn, kind)
     return room
+
+
+def running(conn: sqlite3.Connection, kind: str) -> int:
+    """A kind's running jobs, from the counts the triggers keep (exact, and no index on
+    running jobs to maintain on every lease)."""
+    (n,) = conn.execute(
+        "SELECT coalesce(sum(n), 0) FROM job_counts WHERE kind = ? AND status = 'running'",
+        (kind,),
+    ).fetchone()
+    return int(n)
 
 
 def queued_kinds(conn: sqlite3.Connection) -> list[str]:

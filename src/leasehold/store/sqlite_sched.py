@@ -12,6 +12,7 @@ import orjson
 from leasehold.core.schedule import CatchUp, Firing, Schedule, ScheduleSpec
 from leasehold.errors import Unavailable
 from leasehold.store.base import FirstFire, KindLimit
+from leasehold.store.sqlite_pick import running
 
 SCHEDULE_COLUMNS: Final = (
     "name, cron, timezone, kind, payload, queue, priority, max_attempts, catch_up, enabled,"
@@ -135,12 +136,3 @@ def limit_delete(conn: sqlite3.Connection, kind: str) -> bool:
 def limit_list(conn: sqlite3.Connection) -> list[KindLimit]:
     rows = conn.execute("SELECT kind, max_running FROM kind_limits ORDER BY kind").fetchall()
     return [KindLimit(kind, n, running(conn, kind)) for kind, n in rows]
-
-
-def running(conn: sqlite3.Connection, kind: str) -> int:
-    (n,) = conn.execute(
-        "SELECT count(*) FROM jobs INDEXED BY jobs_running_kind"
-        " WHERE status = 'running' AND kind = ?",
-        (kind,),
-    ).fetchone()
-    return int(n)

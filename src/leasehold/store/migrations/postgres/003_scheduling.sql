@@ -15,8 +15,6 @@ CREATE INDEX jobs_pick_kind ON jobs (kind, priority DESC, run_after, id) WHERE s
 CREATE INDEX jobs_pick_queue ON jobs (queue, priority DESC, run_after, id) WHERE status = 'queued';
 CREATE INDEX jobs_pick_queue_kind ON jobs (queue, kind, priority DESC, run_after, id)
     WHERE status = 'queued';
--- Counting a limited kind's running jobs at lease time.
-CREATE INDEX jobs_running_kind ON jobs (kind) WHERE status = 'running';
 
 -- Job counts ('jobs:<status>' deltas) by queue as well as kind. Event totals keep queue ''.
 ALTER TABLE counters ADD COLUMN queue text NOT NULL DEFAULT '';

@@ -13,8 +13,6 @@ CREATE INDEX jobs_pick_kind ON jobs (kind, priority DESC, run_after, id) WHERE s
 CREATE INDEX jobs_pick_queue ON jobs (queue, priority DESC, run_after, id) WHERE status = 'queued';
 CREATE INDEX jobs_pick_queue_kind ON jobs (queue, kind, priority DESC, run_after, id)
     WHERE status = 'queued';
--- Counting a limited kind's running jobs at lease time.
-CREATE INDEX jobs_running_kind ON jobs (kind) WHERE status = 'running';
 
 -- Job counts by queue, kind and status (the kind-and-status table, one level finer).
 DROP TRIGGER job_counts_insert;
