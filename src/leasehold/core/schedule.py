@@ -26,8 +26,8 @@ from leasehold.errors import InvalidRequest
 from leasehold.model import JSON
 
 _TICK = timedelta(microseconds=1)
-# cronsim walks forward field by field; an expression that matches no date at all (say
-# "0 0 31 4 *", refused at parse) never gets here, but a bound keeps a bad one from spinning.
+# The grace is at most 600 s (settings), so a per-second schedule has at most 601 on-time
+# fire times in one plan; this bound holds whatever grace the rule is handed.
 _MAX_FIRES_PER_PLAN = 10_000
 
 
@@ -98,15 +98,20 @@ def check_cron(expression: str) -> str:
 
 def next_fire(expression: str, timezone: str, after: datetime) -> datetime:
     """The first fire time strictly after ``after``, in UTC."""
-    fire: datetime = next(CronSim(expression, after.astimezone(zone(timezone))))
-    return fire.astimezone(UTC)
+    return _first(CronSim(expression, after.astimezone(zone(timezone))))
 
 
 def latest_fire(expression: str, timezone: str, before: datetime) -> datetime:
     """The last fire time strictly before ``before``, in UTC."""
-    it = CronSim(expression, before.astimezone(zone(timezone)), reverse=True)
-    fire: datetime = next(it)
-    return fire.astimezone(UTC)
+    return _first(CronSim(expression, before.astimezone(zone(timezone)), reverse=True))
+
+
+def _first(fires: CronSim) -> datetime:
+    # An iterator that ends would raise StopIteration, which cannot cross a future (the
+    # SQLite store's thread) or a coroutine: say what it means instead.
+    for fire in fires:
+        return fire.astimezone(UTC)
+    raise InvalidRequest("the cron expression has no fire time in that direction")
 
 
 def first_fire(spec: ScheduleSpec, now: datetime) -> datetime:

@@ -18,7 +18,7 @@ import structlog
 
 from leasehold.core.schedule import Schedule, ScheduleSpec, check_cron, first_fire, plan_fires, zone
 from leasehold.core.service import JobService
-from leasehold.errors import InvalidRequest, ScheduleNotFound
+from leasehold.errors import ScheduleNotFound
 from leasehold.store.base import Fired
 
 log = structlog.get_logger("leasehold")
@@ -47,10 +47,7 @@ class Scheduler:
         """Create or replace; the schedule starts at its first fire time from now."""
         check_cron(spec.cron)
         zone(spec.timezone)
-        try:
-            schedule, created = await self.store.schedule_put(spec, first_fire)
-        except StopIteration as exc:  # cronsim found no fire time at all
-            raise InvalidRequest("the cron expression never fires") from exc
+        schedule, created = await self.store.schedule_put(spec, first_fire)
         log.info("schedule.saved", name=spec.name, created=created, enabled=spec.enabled)
         return schedule, created
 
