@@ -63,7 +63,21 @@ ENDPOINTS = [
     endpoint("POST", "/jobs/{job_id}/complete", {WORKER, ADMIN}, (409,), {"token": 99}),
     endpoint("POST", "/jobs/{job_id}/fail", {WORKER, ADMIN}, (409,), {"token": 99, "error": "e"}),
     endpoint("POST", "/jobs/{job_id}/release", {WORKER, ADMIN}, (409,), {"token": 99}),
+    endpoint("POST", "/jobs/batch", {PRODUCER, ADMIN}, (200,), {"jobs": [{"kind": "matrix"}]}),
+    endpoint("POST", "/batch/renew", {WORKER, ADMIN}, (200,), {"items": [{"id": 1, "token": 99}]}),
+    endpoint(
+        "POST", "/batch/complete", {WORKER, ADMIN}, (200,), {"items": [{"id": 1, "token": 99}]}
+    ),
+    endpoint(
+        "POST",
+        "/batch/fail",
+        {WORKER, ADMIN},
+        (200,),
+        {"items": [{"id": 1, "token": 99, "error": "e"}]},
+    ),
     endpoint("GET", "/jobs", {ADMIN}, (200,)),
+    endpoint("GET", "/stats", {ADMIN}, (200,)),
+    endpoint("GET", "/metrics", {ADMIN}, (200,)),
     endpoint("POST", "/jobs/{job_id}/requeue", {ADMIN}, (409,)),
     endpoint("POST", "/jobs/requeue", {ADMIN}, (200,), {"kind": "none"}),
 ]

@@ -230,9 +230,7 @@ async def complete_batch(body: BatchCompleteRequest, request: Request) -> Respon
     return reply(_batch_results([i.id for i in body.items], answers))
 
 
-@router.post(
-    "/batch/fail", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER
-)
+@router.post("/batch/fail", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER)
 async def fail_batch(body: BatchFailRequest, request: Request) -> Response:
     items = [Fail(i.id, i.token, i.error, i.retryable, i.retry_after_seconds) for i in body.items]
     answers = await service_of(request).fail_many(items)
@@ -257,9 +255,7 @@ async def list_jobs(
     return reply(JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
 
 
-@router.post(
-    "/jobs/requeue", response_model=RequeueCount, responses=errors(), dependencies=_ADMIN
-)
+@router.post("/jobs/requeue", response_model=RequeueCount, responses=errors(), dependencies=_ADMIN)
 async def requeue_dead(body: BulkRequeueRequest, request: Request) -> Response:
     moved = await service_of(request).requeue_dead(
         DeadFilter(body.kind, body.error_contains, body.limit)
