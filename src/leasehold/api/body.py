@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 from fastapi import Depends, Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from leasehold.api.auth import ADMIN, Allow, Guard, Public
@@ -57,6 +59,13 @@ _INPUT_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return frozenset(names)
+
+
 class StrictJSONRoute(APIRoute):
     """Routes that check who calls before anything else, and parse bodies strictly.
 
@@ -83,6 +92,7 @@ class StrictJSONRoute(APIRoute):
             raise ValueError(f"route {path} declares more than one guard")
         super().__init__(path, endpoint, dependencies=dependencies, **kwargs)
         self.guard: Guard = guards[0]
+        self.query_names = _query_names(self.dependant)
         documented = dict(_AUTH_ERRORS) if isinstance(self.guard, Allow) else {}
         if self.body_field is not None:
             documented |= _BODY_ERRORS
@@ -96,6 +106,7 @@ class StrictJSONRoute(APIRoute):
 
         async def strict_handler(request: Request) -> Response:
             self.guard.check(request)
+            self._refuse_unknown_query_parameters(request)
             scope = request.scope
             if self.body_field is not None:
                 content_type = request.headers.get("content-type")
@@ -106,3 +117,14 @@ class StrictJSONRoute(APIRoute):
             return await handler(StrictJSONRequest(scope, request.receive))
 
         return strict_handler
+
+    def _refuse_unknown_query_parameters(self, request: Request) -> None:
+        """Like an unknown body field: ``?stauts=dead`` must not quietly list every job."""
+        unknown = [name for name in request.query_params if name not in self.query_names]
+        if unknown:
+            raise RequestValidationError(
+                [
+                    {"type": "extra_forbidden", "loc": ("query", name), "msg": "unknown parameter"}
+                    for name in unknown
+                ]
+            )
