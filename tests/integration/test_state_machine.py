@@ -80,6 +80,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.run(self.store.open())
         self.seen: dict[int, Job] = {}  # each job as the last check saw it
         self.finished: dict[int, Job] = {}  # completed jobs, as they completed
+        self.entered: dict[JobStatus, int] = dict.fromkeys(JobStatus, 0)  # moves into a status
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(work)
@@ -269,6 +270,12 @@ class QueueMachine(RuleBasedStateMachine):
     # -- what always holds --------------------------------------------------------------
 
     @invariant()
+    def everything_holds(self) -> None:
+        # One invariant, in this order: the totals are checked against the status changes
+        # the first part has just recorded.
+        self.every_job_is_consistent()
+        self.counts_match_the_jobs()
+
     def every_job_is_consistent(self) -> None:
         jobs = self.all_jobs()
         for job_id, job in jobs.items():
@@ -279,17 +286,25 @@ class QueueMachine(RuleBasedStateMachine):
                     assert job == was, "a completed job changed"
             if job_id in self.finished:
                 assert job == self.finished[job_id]
+            if was is None or was.status is not job.status:
+                self.entered[job.status] += 1
             check_fields(job)
             check_history(job, self.run(self.service.attempts(job_id)))
         self.seen = jobs
 
-    @invariant()
     def counts_match_the_jobs(self) -> None:
-        by_status = self.run(self.service.stats()).by_status
+        stats = self.run(self.service.stats())
+        jobs = self.all_jobs().values()
         actual = {s.value: 0 for s in JobStatus}
-        for job in self.all_jobs().values():
+        for job in jobs:
             actual[job.status.value] += 1
-        assert by_status == actual
+        assert stats.by_status == actual
+        # Totals count events, each once: a job enters `dead` once per time it dies.
+        totals = stats.totals
+        assert totals.get("enqueued", 0) == len(jobs)
+        assert totals.get("leased", 0) == sum(j.lease_token for j in jobs)
+        assert totals.get("completed", 0) == actual["completed"]
+        assert totals.get("dead", 0) == self.entered[DEAD]
 
 
 def check_fields(job: Job) -> None:
@@ -306,6 +321,7 @@ def check_fields(job: Job) -> None:
         assert job.last_error is not None
     else:
         assert job.finished_at is None
+        assert job.lease_expires_at is None, "a queued job holds no lease"
     if job.report is Report.REVOKED:
         assert job.status is QUEUED and job.attempts == 0
 
@@ -321,7 +337,7 @@ def check_history(job: Job, history: list[Any]) -> None:
 
 
 QueueMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("LEASEHOLD_STATEFUL_EXAMPLES", "60")),
+    max_examples=int(os.environ.get("LEASEHOLD_STATEFUL_EXAMPLES", "150")),
     stateful_step_count=30,
     deadline=None,
     derandomize=bool(os.environ.get("CI")),  # CI: the same sequences every run

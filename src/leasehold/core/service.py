@@ -200,6 +200,7 @@ class JobService:
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
+        waiting = False
         while True:
             waiter = self.wakeup.register() if wait_seconds > 0 else None
             try:
@@ -207,6 +208,9 @@ class JobService:
                 remaining = deadline - loop.time()
                 if jobs or remaining <= 0 or waiter is None or self.stopping:
                     break
+                if not waiting:
+                    waiting = True
+                    log.debug("lease.waiting", worker_id=worker_id, wait_seconds=wait_seconds)
                 await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
             finally:
                 if waiter is not None:
