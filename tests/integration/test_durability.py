@@ -160,6 +160,8 @@ async def test_sigterm_answers_long_polls_finishes_requests_and_exits_0(
     events = [e["event"] for e in log_events(c)]
     assert "coordinator.stopping" in events
     assert not [e for e in log_events(c) if e.get("level") in ("error", "critical")]
+    for trouble in ("Traceback", "timeout graceful shutdown exceeded"):  # uvicorn's own lines
+        assert trouble not in c.logs()
     c.start()
     async with aiohttp.ClientSession() as session:
         stored = await read_jobs(Api(c.url, session), enqueued)
