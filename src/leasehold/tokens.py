@@ -38,7 +38,8 @@ _HEX_DIGEST: Final = re.compile(r"[0-9a-fA-F]{64}")
 class Role(StrEnum):
     PRODUCER = "producer"  # enqueues jobs and reads them
     WORKER = "worker"  # leases jobs and reports on them
-    ADMIN = "admin"  # everything: listing, requeueing, stats and metrics too
+    READER = "reader"  # reads everything, changes nothing: dashboards, metrics scrapers
+    ADMIN = "admin"  # everything: requeueing too
 
 
 class TokenConfigError(ValueError):

@@ -2,8 +2,8 @@
 the only place that decides.
 
 - ``PUBLIC``: anyone, no token needed (``/health``).
-- ``PRODUCER``, ``WORKER``, ``READER``, ``ADMIN``: a bearer token carrying one of the
-  guard's roles; an admin token passes every guard.
+- ``PRODUCER``, ``WORKER``, ``JOB_READERS``, ``HISTORY_READERS``, ``READERS``, ``ADMIN``: a
+  bearer token carrying one of the guard's roles; an admin token passes every guard.
 
 A route that declares no guard gets ``ADMIN`` (``StrictJSONRoute`` sees to it): forgetting
 to declare one closes a route, never opens it.
@@ -112,6 +112,10 @@ Guard = Allow | Public
 PUBLIC: Final = Public()
 PRODUCER: Final = Allow(Role.PRODUCER)
 WORKER: Final = Allow(Role.WORKER)
-# Reading one job: its producer waits for the result, its worker may look it up.
-READER: Final = Allow(Role.PRODUCER, Role.WORKER)
+# One job: its producer waits for the result, its worker may look it up, readers read.
+JOB_READERS: Final = Allow(Role.PRODUCER, Role.WORKER, Role.READER)
+# A job's attempt history: for whoever wants to know what became of it, not for workers.
+HISTORY_READERS: Final = Allow(Role.PRODUCER, Role.READER)
+# Everyone's jobs, and the figures: operators' views.
+READERS: Final = Allow(Role.READER)
 ADMIN: Final = Allow()

@@ -9,7 +9,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel
 
-from leasehold.api.auth import ADMIN, PRODUCER, PUBLIC, READER, WORKER
+from leasehold.api.auth import (
+    ADMIN,
+    HISTORY_READERS,
+    JOB_READERS,
+    PRODUCER,
+    PUBLIC,
+    READERS,
+    WORKER,
+)
 from leasehold.api.body import StrictJSONRoute
 from leasehold.api.schemas import (
     AttemptList,
@@ -73,7 +81,9 @@ def errors(*codes: int) -> dict[int | str, dict[str, object]]:
 _PUBLIC = [Depends(PUBLIC)]
 _PRODUCER = [Depends(PRODUCER)]
 _WORKER = [Depends(WORKER)]
-_READER = [Depends(READER)]
+_JOB_READERS = [Depends(JOB_READERS)]
+_HISTORY_READERS = [Depends(HISTORY_READERS)]
+_READERS = [Depends(READERS)]
 _ADMIN = [Depends(ADMIN)]
 
 
@@ -100,7 +110,7 @@ async def health() -> Health:
     return Health(status="ok")
 
 
-@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_ADMIN)
+@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_READERS)
 async def stats(request: Request) -> Response:
     figures = await service_of(request).stats()
     return reply(StatsOut.model_validate(dataclasses.asdict(figures)))
@@ -113,7 +123,7 @@ async def stats(request: Request) -> Response:
         200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"},
         **errors(),
     },
-    dependencies=_ADMIN,
+    dependencies=_READERS,
 )
 async def metrics(request: Request) -> Response:
     service = service_of(request)
@@ -237,7 +247,7 @@ async def fail_batch(body: BatchFailRequest, request: Request) -> Response:
     return reply(_batch_results([i.id for i in body.items], answers))
 
 
-@router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=_ADMIN)
+@router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=_READERS)
 async def list_jobs(
     request: Request,
     status: JobStatus | None = None,
@@ -263,7 +273,9 @@ async def requeue_dead(body: BulkRequeueRequest, request: Request) -> Response:
     return reply(RequeueCount(requeued=moved))
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut, responses=errors(404), dependencies=_READER)
+@router.get(
+    "/jobs/{job_id}", response_model=JobOut, responses=errors(404), dependencies=_JOB_READERS
+)
 async def get_job(job_id: str, request: Request) -> Response:
     return reply(JobOut.of(await service_of(request).get(parse_job_id(job_id))))
 
@@ -272,7 +284,7 @@ async def get_job(job_id: str, request: Request) -> Response:
     "/jobs/{job_id}/attempts",
     response_model=AttemptList,
     responses=errors(404),
-    dependencies=_PRODUCER,
+    dependencies=_HISTORY_READERS,
 )
 async def job_attempts(job_id: str, request: Request) -> Response:
     jid = parse_job_id(job_id)
