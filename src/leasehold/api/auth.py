@@ -74,14 +74,12 @@ class Allow:
     def check(self, request: Request) -> frozenset[Role]:
         roles = authenticate(request)
         if not roles:
-            presented = _presented_token(request) is not None
-            log.warning(
-                "auth.unauthorized",
-                route=_route_name(request),
-                reason="wrong_token" if presented else "no_token",
-            )
-            if presented:
+            if _presented_token(request) is not None:
+                # A wrong token is worth a warning (a leaked or guessed one, a stale config);
+                # no token at all is routine (a dashboard before its user typed one in).
+                log.warning("auth.unauthorized", route=_route_name(request), reason="wrong_token")
                 raise Unauthorized("the bearer token is not valid")
+            log.info("auth.unauthorized", route=_route_name(request), reason="no_token")
             raise Unauthorized()
         if not roles & self.roles:
             log.warning("auth.forbidden", route=_route_name(request), roles=sorted(roles))
