@@ -38,7 +38,7 @@ def refused(a: Answer, status: int) -> None:
 async def test_a_secret_in_any_wrong_place_is_never_echoed_or_logged(
     http: Api, capped: Coordinator
 ) -> None:
-    job = await http.enqueue("k", idempotency_key="key-1")
+    job = await http.enqueue("k", idempotency_key=SECRET)  # a key is input too
     lease = await http.lease("w")
     assert lease is not None
     jid = job["id"]
@@ -51,7 +51,7 @@ async def test_a_secret_in_any_wrong_place_is_never_echoed_or_logged(
         ("/jobs", {"kind": "k", SECRET: 1}, 422),
         ("/jobs", {"kind": "k", "run_after": SECRET}, 422),
         ("/jobs", {"kind": "k", "max_attempts": SECRET}, 422),
-        ("/jobs", {"kind": "k", "idempotency_key": "key-1", "payload": SECRET}, 422),
+        ("/jobs", {"kind": "k", "idempotency_key": SECRET, "payload": 2}, 422),  # conflict
         ("/jobs", {"jobs": SECRET}, 422),
         ("/lease", {"worker_id": "w", "kinds": [SECRET + "\n"]}, 422),
         ("/lease", {"worker_id": "w", "lease_seconds": SECRET}, 422),
