@@ -146,8 +146,8 @@ class JobService:
         self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
         self.metrics = Metrics()
-        store.subscribe(self.wakeup.notify)  # work made available by other coordinators
         self.stopping = False
+        store.subscribe(self.wakeup.notify)  # work made available by other coordinators
 
     def stop_waiting(self) -> None:
         """The coordinator is shutting down: long polls answer now (with whatever they
@@ -252,15 +252,12 @@ class JobService:
     async def complete_many(self, items: Sequence[Complete]) -> list[Job | LeaseholdError]:
         """A result over the cap is refused on its own, like any other item's error."""
         refused = {n: e for n, i in enumerate(items) if (e := self._oversize("result", i.result))}
-        decided = iter(
-            await self._decide_many(
-                [
-                    (i.job_id, i.token, partial(_complete, i.token, i.result))
-                    for n, i in enumerate(items)
-                    if n not in refused
-                ]
-            )
-        )
+        accepted = [
+            (i.job_id, i.token, partial(_complete, i.token, i.result))
+            for n, i in enumerate(items)
+            if n not in refused
+        ]
+        decided = iter(await self._decide_many(accepted) if accepted else [])
         return [refused[n] if n in refused else next(decided) for n in range(len(items))]
 
     async def fail_many(self, items: Sequence[Fail]) -> list[Job | LeaseholdError]:
