@@ -13,7 +13,10 @@ import aiohttp
 import pytest
 from starlette.routing import BaseRoute
 
+from leasehold import Client
 from leasehold.api.app import create_app
+from leasehold.errors import Forbidden, Unauthorized
+from leasehold.model import JobStatus
 from leasehold.settings import CoordinatorSettings
 from leasehold.tokens import Role, hash_token
 from tests.http import Answer, Api
@@ -288,3 +291,24 @@ def test_an_empty_tokens_file_is_an_error_not_open_access(tmp_path: Path) -> Non
     )
     assert done.returncode == 2, done
     assert "lists no token" in done.stderr
+
+
+async def test_the_client_carries_its_token(guarded: Coordinator) -> None:
+    """leasehold.Client end to end under authentication: each role does its part, a wrong
+    token is Unauthorized and a wrong role Forbidden, neither of them retried."""
+    producer = Client(guarded.url, token=TOKENS[PRODUCER])
+    worker = Client(guarded.url, token=TOKENS[WORKER])
+    stranger = Client(guarded.url, token=WRONG)
+    try:
+        job = await producer.enqueue("client-auth", {"n": 1})
+        lease = await worker.lease("w", kinds=["client-auth"])
+        assert lease is not None and lease.job.id == job.id
+        await worker.complete(job.id, lease.token, "done")
+        assert (await producer.get(job.id)).status is JobStatus.COMPLETED
+        with pytest.raises(Forbidden):
+            await worker.enqueue("client-auth")
+        with pytest.raises(Unauthorized):
+            await stranger.get(job.id)
+    finally:
+        for client in (producer, worker, stranger):
+            await client.close()
