@@ -47,6 +47,9 @@ class Scheduler:
         """Create or replace; the schedule starts at its first fire time from now."""
         check_cron(spec.cron)
         zone(spec.timezone)
+        # Its jobs get the payload as given: the cap on enqueued payloads applies here.
+        if too_large := self.service.oversize("payload", spec.payload):
+            raise too_large
         schedule, created = await self.store.schedule_put(spec, first_fire)
         log.info("schedule.saved", name=spec.name, created=created, enabled=spec.enabled)
         return schedule, created
@@ -54,7 +57,7 @@ class Scheduler:
     async def get(self, name: str) -> Schedule:
         schedule = await self.store.schedule_get(name)
         if schedule is None:
-            raise ScheduleNotFound(f"no schedule is named {name[:200]!r}")
+            raise ScheduleNotFound("no schedule has that name")
         return schedule
 
     async def list(self) -> list[Schedule]:
@@ -62,7 +65,7 @@ class Scheduler:
 
     async def delete(self, name: str) -> None:
         if not await self.store.schedule_delete(name):
-            raise ScheduleNotFound(f"no schedule is named {name[:200]!r}")
+            raise ScheduleNotFound("no schedule has that name")
         log.info("schedule.deleted", name=name)
 
     # -- firing ---------------------------------------------------------------------------
