@@ -92,7 +92,7 @@ def check_cron(expression: str) -> str:
     """The expression if cronsim accepts it; InvalidRequest naming the bad field if not."""
     try:
         CronSim(expression, datetime(2000, 1, 1, tzinfo=UTC))
-    except CronSimError as exc:
+    except (CronSimError, ValueError, IndexError) as exc:  # input: a 422, never a 500
         raise InvalidRequest(f"invalid cron expression: {exc}") from exc
     return expression
 

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 import structlog
 
 from leasehold.client import Client, Lease
-from leasehold.errors import Conflict, InvalidRequest, LeaseholdError, PayloadTooLarge
+from leasehold.errors import (
+    Conflict,
+    InvalidRequest,
+    JobCancelled,
+    LeaseholdError,
+    PayloadTooLarge,
+)
 from leasehold.worker.execute import Failed, Interrupted, Outcome, Succeeded, execute
 from leasehold.worker.job import LeasedJob
 from leasehold.worker.lease import LeaseKeeper
@@ -107,6 +113,9 @@ class JobRunner:
         except Preempted:
             log.warning("report.abandoned", reason="forced stop")
             await self.release(leased.job)
+        except JobCancelled:
+            # Cancelled while the handler finished: the result is not recorded, by design.
+            log.info("job.cancelled", reported="too late")
         except Conflict as exc:
             log.warning("report.refused", reason=exc.code, error=exc.message)
         except LeaseholdError as exc:
