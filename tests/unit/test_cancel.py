@@ -138,3 +138,10 @@ def test_priority_and_queue_join_the_fingerprint_only_when_given() -> None:
     assert request_fingerprint("k", None, None, None, 1, "q") != request_fingerprint(
         "k", None, None, None, 1, "r"
     )
+
+
+def test_a_job_cancelled_before_its_first_lease_has_no_token_to_revoke() -> None:
+    never_leased = running(token=0, attempts=0, status=JobStatus.QUEUED, lease_expires_at=None)
+    cancelled = decide_cancel(never_leased, LATER).job
+    revived = decide_requeue(cancelled, LATER).job
+    assert (revived.status, revived.lease_token, revived.report) == (JobStatus.QUEUED, 0, None)

@@ -263,7 +263,8 @@ def decide_requeue(job: Job, now: datetime) -> Outcome:
         status=JobStatus.QUEUED,
         attempts=0,
         run_after=now,
-        report=Report.REVOKED,
+        # A job cancelled before its first lease has no token to revoke (0 is never valid).
+        report=Report.REVOKED if job.lease_token else None,
         lease_expires_at=None,
         finished_at=None,
         cancel_requested=False,
