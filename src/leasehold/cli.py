@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from leasehold import admin as _admin
 from leasehold.client import DEFAULT_URL
-from leasehold.logs import configure_logging
+from leasehold.logs import configure_logging, configure_quiet_logging
 from leasehold.settings import CoordinatorSettings
 
 app = typer.Typer(
@@ -151,4 +152,9 @@ def worker(
 
 
 def main() -> None:
+    configure_quiet_logging()  # serve and worker set up their own
     app()
+
+
+# Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.
+_admin.register(app)

@@ -81,6 +81,7 @@ class SyncClient:
         self.close()
 
     enqueue = _blocking(Client.enqueue)
+    enqueue_many = _blocking(Client.enqueue_many)
     lease = _blocking(Client.lease)
     renew = _blocking(Client.renew)
     complete = _blocking(Client.complete)
