@@ -6,6 +6,7 @@ import typer
 
 from leasehold import admin as _admin
 from leasehold.client import DEFAULT_URL
+from leasehold.demo import demo as _demo
 from leasehold.logs import configure_logging, configure_quiet_logging
 from leasehold.settings import CoordinatorSettings
 
@@ -158,3 +159,4 @@ def main() -> None:
 
 # Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.
 _admin.register(app)
+app.command()(_demo)
