@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,12 +81,17 @@ def run_process(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[
 
 
 def table_rows(text: str) -> list[list[str]]:
-    """The body rows of the rich tables in ``text``, as lists of cells."""
-    return [
-        [cell.strip() for cell in line.split("│")[1:-1]]
-        for line in text.splitlines()
-        if line.startswith("│")
-    ]
+    """The body rows of the tables in ``text`` (the lines under a header's rule, up to a
+    blank line), split into cells at runs of two or more spaces."""
+    rows, in_body = [], False
+    for line in text.splitlines():
+        if line.strip() and set(line.strip()) == {"─"}:
+            in_body = True
+        elif not line.strip():
+            in_body = False
+        elif in_body:
+            rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
 
 
 def make_dead(client: SyncClient, kind: str, error: str = "boom: the thing broke") -> int:
@@ -108,17 +114,20 @@ def test_every_command_as_tables(shared: Coordinator, client: SyncClient) -> Non
 
     listed = cli(shared.url, "jobs", "--kind", "cli-table")
     assert listed.exit_code == 0, listed.output
-    dead_row, queued_row = table_rows(listed.stdout)
+    dead_row, queued_row, caption = table_rows(listed.stdout)
     assert dead_row[:4] == [str(dead_id), "cli-table", "dead", "1/1"]
     assert dead_row[-2:] == ["cli-test-worker", "boom: the thing broke"]
     assert queued_row[:4] == [str(queued_id), "cli-table", "queued", "0/5"]
+    assert caption == ["2 jobs, times in UTC"]
     dead_only = cli(shared.url, "jobs", "--kind", "cli-table", "--status", "dead")
-    assert [row[0] for row in table_rows(dead_only.stdout)] == [str(dead_id)]
+    assert [row[0] for row in table_rows(dead_only.stdout)[:-1]] == [str(dead_id)]
 
     shown = cli(shared.url, "job", str(dead_id))
     assert shown.exit_code == 0, shown.output
-    assert "attempts" in shown.stdout and "cli-test-worker" in shown.stdout
-    assert "failed" in shown.stdout and "last error, in full:" in shown.stdout
+    (attempt,) = table_rows(shown.stdout)
+    assert attempt[:2] == ["1", "cli-test-worker"]
+    assert attempt[-2:] == ["failed", "boom: the thing broke"]
+    assert "last error, in full:\nTraceback (most recent call last):" in shown.stdout
 
     requeued = cli(shared.url, "requeue", str(dead_id))
     assert requeued.exit_code == 0, requeued.output
@@ -128,6 +137,7 @@ def test_every_command_as_tables(shared: Coordinator, client: SyncClient) -> Non
     stats = cli(shared.url, "stats")
     assert stats.exit_code == 0, stats.output
     (row,) = [row for row in table_rows(stats.stdout) if row[0] == "cli-table"]
+    # The by-kind table: QUEUED is the first count.
     assert row[1] == "2"  # the QUEUED column: both are queued now
     assert "RECENTLY" in stats.stdout and "SINCE THE START" in stats.stdout
 

@@ -71,7 +71,8 @@ def enqueue(
     if as_json:
         print_json(job_json(job))
     else:
-        Console().print(render.job_detail(job, None))
+        console = Console()
+        console.print(render.job_detail(job, None, console.width))
 
 
 def jobs(
@@ -102,7 +103,8 @@ def jobs(
     if as_json:
         print_json({"jobs": [job_json(j) for j in page.jobs], "next_cursor": page.next_cursor})
     else:
-        Console().print(render.job_list(page.jobs, page.next_cursor))
+        console = Console()
+        console.print(render.job_list(page.jobs, page.next_cursor, console.width))
 
 
 def job(
@@ -118,7 +120,8 @@ def job(
     if as_json:
         print_json({"job": job_json(found), "attempts": [attempt_json(a) for a in attempts]})
     else:
-        Console().print(render.job_detail(found, attempts))
+        console = Console()
+        console.print(render.job_detail(found, attempts, console.width))
 
 
 def requeue(
@@ -173,7 +176,7 @@ def _requeue_one(job_id: int, url: str, token: str | None, as_json: bool) -> Non
         return
     console = Console()
     console.print(f"requeued job {job_id}: queued again, attempts reset")
-    console.print(render.job_detail(revived, None))
+    console.print(render.job_detail(revived, None, console.width))
 
 
 def _requeue_dead(

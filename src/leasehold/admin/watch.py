@@ -29,7 +29,8 @@ def show_stats(client: SyncClient, url: str, watch: float | None, as_json: bool)
         if as_json:
             print_json(first)
         else:
-            Console().print(render.stats_view(first))
+            console = Console()
+            console.print(render.stats_view(first, console.width))
         return
     try:
         if as_json:
@@ -52,7 +53,10 @@ def _watch_lines(client: SyncClient, first: dict[str, Any], every: float) -> Non
 
 def _watch_live(client: SyncClient, first: dict[str, Any], every: float, url: str) -> None:
     last = first
-    with Live(_frame(last, url, every, None), auto_refresh=False) as live:
+    console = Console()
+    with Live(
+        _frame(last, url, every, None, console.width), console=console, auto_refresh=False
+    ) as live:
         while True:
             time.sleep(every)
             problem = None
@@ -60,13 +64,15 @@ def _watch_live(client: SyncClient, first: dict[str, Any], every: float, url: st
                 last = client.stats()
             except Unavailable as exc:
                 problem = exc.message
-            live.update(_frame(last, url, every, problem), refresh=True)
+            live.update(_frame(last, url, every, problem, console.width), refresh=True)
 
 
-def _frame(stats: dict[str, Any], url: str, every: float, problem: str | None) -> RenderableType:
+def _frame(
+    stats: dict[str, Any], url: str, every: float, problem: str | None, width: int
+) -> RenderableType:
     now = datetime.now(UTC).strftime("%H:%M:%S")
     header = Text(f"{url} at {now} UTC, every {every:g}s (Ctrl+C to stop)", style="dim")
     parts: list[RenderableType] = [header]
     if problem is not None:
         parts.append(Text(f"unavailable, showing the last figures: {problem}", style="bold red"))
-    return Group(*parts, render.stats_view(stats))
+    return Group(*parts, render.stats_view(stats, width))

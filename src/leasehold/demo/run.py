@@ -9,14 +9,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
 from leasehold.client import MAX_BATCH, NewJob, SyncClient
 from leasehold.demo.processes import DemoError, DemoProcesses
-from leasehold.demo.workload import Expected, demo_jobs
+from leasehold.demo.progress import ProgressView, print_summary
+from leasehold.demo.workload import demo_jobs
 
 POLL_SECONDS = 0.25
 # Every job ends within seconds (the slowest sleeps 0.6 s; retries wait 2 s at most), so
@@ -53,7 +52,10 @@ def run_demo(settings: DemoSettings, console: Console) -> int:
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with DemoProcesses(settings.port) as processes:
-            console.print(f"Starting a coordinator on {processes.url} (SQLite in {processes.dir})")
+            console.print(
+                f"Starting a coordinator on {processes.url} (SQLite in {processes.dir})",
+                soft_wrap=True,
+            )
             processes.start_coordinator()
             processes.start_workers(settings.workers, settings.concurrency)
             console.print(
@@ -83,30 +85,18 @@ def _run_jobs(
     settings: DemoSettings, processes: DemoProcesses, client: SyncClient, console: Console
 ) -> None:
     jobs, expected = demo_jobs(settings.jobs)
-    progress = Progress(
-        TextColumn("{task.description:<9}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]:>8}"),
-        TimeElapsedColumn(),
-    )
-    enqueued = progress.add_task("enqueued", total=len(jobs), rate="")
-    finished = progress.add_task("finished", total=len(jobs), rate="")
-    status = Text("")
-    started = time.monotonic()
+    view = ProgressView(len(jobs))
     try:
-        with Live(Group(progress, status), console=console, refresh_per_second=8):
+        with Live(view.renderable(), console=console, refresh_per_second=8):
             for batch in _batches(jobs):
                 client.enqueue_many(batch)
-                progress.advance(enqueued, len(batch))
+                view.enqueued(len(batch))
                 processes.check()
-            stats = _wait_finished(
-                len(jobs), processes, client, progress, finished, status, started
-            )
+            stats = _wait_finished(processes, client, view)
     finally:
         if not console.is_terminal:
             console.line()  # off a terminal, Live leaves its last line unterminated
-    _summary(console, stats, len(jobs), time.monotonic() - started, expected)
+    print_summary(console, stats, len(jobs), view.elapsed(), expected)
 
 
 def _batches(jobs: list[NewJob]) -> Iterator[list[NewJob]]:
@@ -115,24 +105,14 @@ def _batches(jobs: list[NewJob]) -> Iterator[list[NewJob]]:
 
 
 def _wait_finished(
-    total: int,
-    processes: DemoProcesses,
-    client: SyncClient,
-    progress: Progress,
-    task: Any,
-    status: Text,
-    started: float,
+    processes: DemoProcesses, client: SyncClient, view: ProgressView
 ) -> dict[str, Any]:
     """Poll /stats until every job is completed or dead; the last figures."""
     done, last_change = -1, time.monotonic()
     while True:
         stats = client.stats()
-        counts: dict[str, int] = stats["by_status"]
-        now_done = counts.get("completed", 0) + counts.get("dead", 0)
-        rate = now_done / max(time.monotonic() - started, 1e-9)
-        progress.update(task, completed=now_done, rate=f"{rate:.0f}/s")
-        status.plain = _status_line(stats)
-        if now_done >= total:
+        now_done = view.show(stats)
+        if now_done >= view.total:
             return stats
         if now_done != done:
             done, last_change = now_done, time.monotonic()
@@ -140,39 +120,6 @@ def _wait_finished(
             raise DemoError(f"no job finished for {STALL_SECONDS:g} s; giving up")
         processes.check()
         time.sleep(POLL_SECONDS)
-
-
-def _status_line(stats: dict[str, Any]) -> str:
-    counts = stats["by_status"]
-    shown = " · ".join(f"{name} {n}" for name, n in counts.items())
-    return f"{shown} · failures reported {stats['totals'].get('failed', 0)}"
-
-
-def _summary(
-    console: Console, stats: dict[str, Any], total: int, seconds: float, expected: Expected
-) -> None:
-    counts, totals = stats["by_status"], stats["totals"]
-    # Once every job is finished, each was leased once plus once per retry.
-    retries = totals.get("leased", 0) - total
-    console.print(
-        f"[bold]Done:[/bold] {total} jobs in {seconds:.1f} s, [bold]{total / seconds:.0f} jobs/s[/bold]"
-    )
-    console.print(
-        f"  completed {counts.get('completed', 0)} · dead {counts.get('dead', 0)}"
-        f" (expected {expected.dead}) · retries {retries} (expected {expected.retries})"
-    )
-    console.print(
-        f"  average wait {_secs(stats['avg_wait_seconds'])}"
-        f" · average run {_secs(stats['avg_run_seconds'])}"
-    )
-    console.print(
-        f"  lease expirations {stats['lease_expirations']}"
-        f" · stale tokens refused {stats['stale_token_rejections']}"
-    )
-
-
-def _secs(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f} s"
 
 
 def _keep_running(processes: DemoProcesses, console: Console) -> None:
