@@ -158,4 +158,4 @@ async def test_logs_are_json_with_job_fields_and_no_payloads(
     assert "hunter2" not in coordinator.logs()
     requests = [line for line in lines if line["event"] == "http.request"]
     assert any(r["status"] == 409 for r in requests)
-    assert all({"method", "path", "status", "duration_ms"} <= r.keys() for r in requests)
+    assert all({"method", "route", "status", "duration_ms"} <= r.keys() for r in requests)

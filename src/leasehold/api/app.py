@@ -7,6 +7,7 @@ import contextlib
 import random
 from collections.abc import AsyncIterator
 
+import structlog
 from fastapi import FastAPI
 
 from leasehold.api.errors import install_error_handlers
@@ -21,6 +22,9 @@ from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
+from leasehold.tokens import Authenticator
+
+log = structlog.get_logger("leasehold")
 
 
 def create_app(
@@ -38,12 +42,18 @@ def create_app(
         store,
         backoff=BackoffPolicy(settings.retry_base_seconds, settings.retry_max_seconds),
         rng=rng,
+        max_payload_bytes=settings.max_payload_bytes,
     )
+    authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await store.open()
+        if authenticator.open:
+            log.warning("auth.open", detail="no token configured: every caller is admin")
+        else:
+            log.info("auth.tokens", **{role.value: n for role, n in authenticator.counts().items()})
         task = asyncio.create_task(reaper.run(), name="leasehold-reaper")
         try:
             yield
@@ -63,6 +73,7 @@ def create_app(
     app.add_middleware(RequestLog)
     app.state.settings = settings
     app.state.service = service
+    app.state.authenticator = authenticator
     app.state.reaper = reaper
     install_error_handlers(app)
     app.include_router(router)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -10,11 +11,13 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
     PlainSerializer,
     StrictBool,
+    StrictFloat,
     StrictInt,
 )
 
@@ -70,9 +73,36 @@ WorkerId = Annotated[
     str, Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH), AfterValidator(_printable)
 ]
 Token = Annotated[StrictInt, Field(ge=0, le=2**63 - 1, description="the lease's fencing token")]
+# Numbers are JSON numbers: StrictFloat refuses "10" and true, which lax floats take.
 LeaseSeconds = Annotated[
-    float, Field(gt=0, le=MAX_LEASE_SECONDS, allow_inf_nan=False, description="lease length")
+    StrictFloat,
+    Field(gt=0, le=MAX_LEASE_SECONDS, allow_inf_nan=False, description="lease length"),
 ]
+# Times the coordinator can store and read back on every backend.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(9999, 1, 1, tzinfo=UTC)
+_RFC3339_START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
+
+
+def _rfc3339_text(value: object) -> object:
+    # Pydantic alone takes numbers, and strings of digits, as Unix times (seconds or
+    # milliseconds, by size): a guess. Only RFC 3339 text is a time here.
+    if not isinstance(value, str) or not _RFC3339_START.match(value):
+        raise ValueError("must be an RFC 3339 date-time with an offset")
+    return value
+
+
+def _storable(value: datetime) -> datetime:
+    try:
+        in_range = EARLIEST_TIME <= value < LATEST_TIME
+    except OverflowError:  # e.g. 9999-12-31T23:00-05:00 is past year 9999 in UTC
+        in_range = False
+    if not in_range:
+        raise ValueError("must be from 1970-01-01 to 9998-12-31 (UTC)")
+    return value
+
+
+Rfc3339Time = Annotated[AwareDatetime, BeforeValidator(_rfc3339_text), AfterValidator(_storable)]
 # Times go out as RFC 3339 in UTC with an explicit +00:00 offset.
 UtcTime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
 
@@ -89,7 +119,7 @@ class EnqueueRequest(Strict):
     max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] | None = Field(
         default=None, description="leases allowed before the job is dead (default 5)"
     )
-    run_after: AwareDatetime | None = Field(
+    run_after: Rfc3339Time | None = Field(
         default=None, description="not leased before this time (default: at once)"
     )
     idempotency_key: IdempotencyKey | None = None
@@ -104,8 +134,8 @@ class LeaseRequest(Strict):
     )
     lease_seconds: LeaseSeconds | None = None
     kinds: Annotated[list[Kind], Field(min_length=1, max_length=MAX_KINDS_PER_LEASE)] | None = None
-    wait_seconds: Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = Field(
-        default=0.0, description="long poll: wait this long for a job before a 204"
+    wait_seconds: Annotated[StrictFloat, Field(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = (
+        Field(default=0.0, description="long poll: wait this long for a job before a 204")
     )
 
 
@@ -123,7 +153,7 @@ class FailRequest(Strict):
     token: Token
     error: Annotated[str, Field(max_length=MAX_ERROR_LENGTH), AfterValidator(_no_nul)]
     retryable: StrictBool = True
-    retry_after_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = Field(
+    retry_after_seconds: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = Field(
         default=None, description="retry after this delay instead of the backoff (capped)"
     )
 

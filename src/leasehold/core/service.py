@@ -6,11 +6,12 @@ import asyncio
 import collections
 import contextlib
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
+import orjson
 import structlog
 
 from leasehold.core.backoff import BackoffPolicy
@@ -25,7 +26,7 @@ from leasehold.core.transitions import (
     decide_requeue,
     request_fingerprint,
 )
-from leasehold.errors import JobNotFound, LeaseholdError
+from leasehold.errors import JobNotFound, LeaseholdError, PayloadTooLarge
 from leasehold.metrics import Metrics
 from leasehold.model import JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
@@ -137,13 +138,30 @@ class JobService:
         *,
         backoff: BackoffPolicy | None = None,
         rng: random.Random | None = None,
+        max_payload_bytes: int | None = None,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
         self.rng = rng or random.Random()
+        self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
         self.metrics = Metrics()
+        self.stopping = False
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
+
+    def stop_waiting(self) -> None:
+        """The coordinator is shutting down: long polls answer now (with whatever they
+        have) instead of holding the shutdown until they time out."""
+        self.stopping = True
+        self.wakeup.notify()
+
+    def _oversize(self, what: str, value: JSON) -> PayloadTooLarge | None:
+        # Measured as stored: compact JSON. The body cap alone would let a payload nearly
+        # as large as the body through; this one bounds what each row costs to keep and to
+        # hand out again on every lease.
+        if self.max_payload_bytes is None or len(orjson.dumps(value)) <= self.max_payload_bytes:
+            return None
+        return PayloadTooLarge(f"the {what} is over {self.max_payload_bytes} bytes (as JSON)")
 
     # -- producers ----------------------------------------------------------------------
 
@@ -152,7 +170,11 @@ class JobService:
         return inserted
 
     async def enqueue_many(self, requests: Sequence[Enqueue]) -> list[Inserted]:
-        """All in one transaction: a conflicting idempotency key inserts none of them."""
+        """All in one transaction: a conflicting idempotency key inserts none of them, and
+        neither does a payload over the cap."""
+        for r in requests:
+            if too_large := self._oversize("payload", r.payload):
+                raise too_large
         inserted = await self.store.job_insert_many([r.new_job() for r in requests])
         created = [i.job for i in inserted if i.created]
         self.wakeup.notify(len(created))
@@ -171,21 +193,33 @@ class JobService:
         *,
         max_jobs: int = 1,
         wait_seconds: float = 0.0,
+        gone: Callable[[], Awaitable[bool]] | None = None,
     ) -> list[Job]:
-        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first."""
+        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
+
+        ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
+        long poll asks it before each new look, so that no job is leased to nobody.
+        """
         request = LeaseRequest(
             worker_id, lease_seconds, tuple(kinds) if kinds is not None else None, max_jobs
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
+        waiting = False
         while True:
             waiter = self.wakeup.register() if wait_seconds > 0 else None
             try:
                 jobs = await self.store.job_lease(request)
                 remaining = deadline - loop.time()
-                if jobs or remaining <= 0 or waiter is None:
+                if jobs or remaining <= 0 or waiter is None or self.stopping:
                     break
+                if not waiting:
+                    waiting = True
+                    log.debug("lease.waiting", worker_id=worker_id, wait_seconds=wait_seconds)
                 await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
+                if gone is not None and await gone():
+                    jobs = []
+                    break
             finally:
                 if waiter is not None:
                     self.wakeup.forget(waiter)
@@ -224,9 +258,15 @@ class JobService:
         )
 
     async def complete_many(self, items: Sequence[Complete]) -> list[Job | LeaseholdError]:
-        return await self._decide_many(
-            [(i.job_id, i.token, partial(_complete, i.token, i.result)) for i in items]
-        )
+        """A result over the cap is refused on its own, like any other item's error."""
+        refused = {n: e for n, i in enumerate(items) if (e := self._oversize("result", i.result))}
+        accepted = [
+            (i.job_id, i.token, partial(_complete, i.token, i.result))
+            for n, i in enumerate(items)
+            if n not in refused
+        ]
+        decided = iter(await self._decide_many(accepted) if accepted else [])
+        return [refused[n] if n in refused else next(decided) for n in range(len(items))]
 
     async def fail_many(self, items: Sequence[Fail]) -> list[Job | LeaseholdError]:
         return await self._decide_many(

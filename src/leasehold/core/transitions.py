@@ -132,6 +132,11 @@ def decide_fail(
     if verdict:
         return verdict
     if not retryable or job.attempts >= job.max_attempts:
+        if job.status is JobStatus.DEAD:
+            # A late report on a job the reaper already buried (its last lease expired): the
+            # handler's error replaces "lease expired", but the job died once, back then.
+            dead = job.replace(last_error=error, report=Report.FAILED)
+            return Outcome(dead, changed=True, attempt=AttemptOutcome.FAILED, events=("failed",))
         dead = job.replace(
             status=JobStatus.DEAD, last_error=error, report=Report.FAILED, finished_at=now
         )
@@ -183,7 +188,10 @@ def decide_expire(job: Job, token: int, now: datetime) -> Outcome:
         after = job.replace(status=JobStatus.DEAD, last_error=error, finished_at=now)
         events: tuple[str, ...] = ("lease_expired", "dead")
     else:
-        after = job.replace(status=JobStatus.QUEUED, run_after=now, last_error=error)
+        # Queued again holds no lease: clear its expiry, as fail and release do.
+        after = job.replace(
+            status=JobStatus.QUEUED, run_after=now, last_error=error, lease_expires_at=None
+        )
         events = ("lease_expired",)
     return Outcome(after, changed=True, attempt=AttemptOutcome.EXPIRED, events=events)
 

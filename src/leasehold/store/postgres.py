@@ -451,9 +451,9 @@ class PostgresStore:
             )
         )
         if existing.request_hash != new.request_hash:
+            # The key itself is not quoted: it is client input (DESIGN.md §10).
             raise IdempotencyConflict(
-                f"idempotency key {new.idempotency_key!r} was used for job"
-                f" {existing.id} with a different request"
+                f"the idempotency key was used for job {existing.id} with a different request"
             )
         return Inserted(existing, created=False)
 

@@ -277,9 +277,10 @@ class SqliteStore:
                 if row is not None:
                     existing = _job(row)
                     if existing.request_hash != new.request_hash:
+                        # The key itself is not quoted: it is client input (DESIGN.md §10).
                         raise IdempotencyConflict(
-                            f"idempotency key {new.idempotency_key!r} was used for job"
-                            f" {existing.id} with a different request"
+                            f"the idempotency key was used for job {existing.id}"
+                            " with a different request"
                         )
                     inserted.append(Inserted(existing, created=False))
                     continue
