@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from leasehold.cli import app
 from leasehold.client import SyncClient
 from leasehold.logs import configure_quiet_logging
 from leasehold.model import JobStatus
+from leasehold.tokens import new_token
 from tests.process import Coordinator, free_port
 from tests.scripted import serving, status
 
@@ -240,7 +242,7 @@ def test_a_payload_that_is_not_json_is_exit_2_and_sends_nothing(
     assert client.list(kind="cli-bad-json").jobs == []
 
 
-def test_payload_from_a_file_and_from_stdin(shared: Coordinator, tmp_path: Any) -> None:
+def test_payload_from_a_file_and_from_stdin(shared: Coordinator, tmp_path: Path) -> None:
     path = tmp_path / "payload.json"
     path.write_text('{"from": "file"}')
     from_file = cli_json(shared.url, "enqueue", "cli-payload", "--payload", f"@{path}")
@@ -316,3 +318,24 @@ def test_stats_watch_json_prints_a_line_each_time_until_ctrl_c(shared: Coordinat
             assert proc.wait(10) == 0  # Ctrl+C is how a watch ends, not an error
         finally:
             proc.kill()
+
+
+def test_tokens_and_roles_against_a_guarded_coordinator(tmp_path: Path) -> None:
+    """No token is exit 5 (401), a token whose role may not is exit 5 too (403), and the
+    admin token, from LEASEHOLD_TOKEN, may do everything."""
+    admin, reader = new_token(), new_token()
+    env = {"LEASEHOLD_TOKENS": f"admin={admin},reader={reader}"}
+    guarded = Coordinator(f"sqlite:///{tmp_path / 'guarded.db'}", tmp_path, env=env).start()
+    try:
+        anonymous = cli(guarded.url, "stats")
+        assert anonymous.exit_code == 5
+        assert anonymous.stderr.startswith("leasehold: unauthorized: ")
+        assert anonymous.stderr.endswith("Set --token or LEASEHOLD_TOKEN.\n")
+        assert cli(guarded.url, "stats", "--token", reader).exit_code == 0
+        refused = cli(guarded.url, "requeue", "--all-dead", "--token", reader)
+        assert refused.exit_code == 5
+        assert refused.stderr.startswith("leasehold: forbidden: ")
+        allowed = cli(guarded.url, "requeue", "--all-dead", env={"LEASEHOLD_TOKEN": admin})
+        assert (allowed.exit_code, allowed.stdout) == (0, "requeued 0 dead jobs\n")
+    finally:
+        guarded.kill()
