@@ -7,9 +7,11 @@ from pathlib import Path
 
 import typer
 
+from leasehold import admin as _admin
 from leasehold.cli_admin import limits, schedules
 from leasehold.client import DEFAULT_URL
-from leasehold.logs import configure_logging
+from leasehold.demo import demo as _demo
+from leasehold.logs import configure_logging, configure_quiet_logging
 from leasehold.settings import MAX_PAYLOAD_BYTES, MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
 from leasehold.tokens import (
     HashedToken,
@@ -230,4 +232,10 @@ def _names(listed: str | None) -> tuple[str, ...] | None:
 
 
 def main() -> None:
+    configure_quiet_logging()  # serve and worker set up their own
     app()
+
+
+# Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.
+_admin.register(app)
+app.command()(_demo)

@@ -19,15 +19,18 @@ idempotency key (see ``Client.enqueue``).
 
 from leasehold.client._answers import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
 from leasehold.client._client import Client
+from leasehold.client._new import MAX_BATCH, NewJob
 from leasehold.client._sync import SyncClient
 from leasehold.retry import NO_RETRY, RetryPolicy
 
 __all__ = [
     "DEFAULT_URL",
+    "MAX_BATCH",
     "NO_RETRY",
     "Client",
     "JobPage",
     "Lease",
+    "NewJob",
     "RetryPolicy",
     "SyncClient",
     "error_from_answer",

@@ -6,7 +6,6 @@ import builtins
 import functools
 import os
 import random
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -23,6 +22,7 @@ from leasehold.client._answers import (
     parse_attempt,
     parse_job,
 )
+from leasehold.client._new import NewJob
 from leasehold.client._transport import Transport
 from leasehold.model import JSON, Attempt, Job, JobStatus
 from leasehold.retry import RetryPolicy, call_with_retry
@@ -122,15 +122,18 @@ class Client:
         your own to make the enqueue idempotent across processes and restarts as well:
         the same key with the same request returns the job already stored.
         """
-        body = drop_none(
-            kind=kind,
-            max_attempts=max_attempts,
-            run_after=run_after.isoformat() if run_after else None,
-            idempotency_key=idempotency_key or f"auto-{uuid.uuid4().hex}",
-            priority=priority,
-            queue=queue,
-        )
-        return parse_job(await self._call("POST", "/jobs", {**body, "payload": payload}))
+        new = NewJob(kind, payload, max_attempts, run_after, idempotency_key, priority, queue)
+        return parse_job(await self._call("POST", "/jobs", new.body()))
+
+    async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[Job]:
+        """Add up to ``MAX_BATCH`` (1,000) jobs in one request and one transaction, in order.
+
+        All or nothing: if any key was used before with a different request, the call
+        raises ``IdempotencyConflict`` and adds none of them. Keys are made up for jobs
+        without one, as ``enqueue`` does, so a retried batch never adds a job twice.
+        """
+        data = await self._call("POST", "/jobs/batch", {"jobs": [j.body() for j in jobs]})
+        return [parse_job(item["job"]) for item in data["jobs"]]
 
     # -- workers ------------------------------------------------------------------------
 

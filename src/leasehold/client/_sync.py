@@ -59,7 +59,15 @@ class SyncClient:
         return cls(url, token=os.environ.get("LEASEHOLD_TOKEN"))
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            # Interrupted while waiting (Ctrl+C in a script): cancel the call on the loop
+            # thread too, or close() would find it still pending and the loop would be
+            # closed under it ("Task was destroyed but it is pending").
+            future.cancel()
+            raise
 
     def close(self) -> None:
         if self._loop.is_closed():
@@ -81,6 +89,7 @@ class SyncClient:
         self.close()
 
     enqueue = _blocking(Client.enqueue)
+    enqueue_many = _blocking(Client.enqueue_many)
     lease = _blocking(Client.lease)
     renew = _blocking(Client.renew)
     complete = _blocking(Client.complete)
