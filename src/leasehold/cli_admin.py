@@ -1,79 +1,65 @@
-"""``leasehold schedules ...`` and ``leasehold limits ...``: operators' commands, over HTTP
-with the project's client. Answers are printed as JSON; errors as one line on stderr with
-exit status 1."""
+"""``leasehold schedules ...`` and ``leasehold limits ...``: operators' commands over HTTP
+with the project's client, sharing the admin commands' connection options, error lines
+and exit codes (``admin/connect.py``). Answers are printed as JSON."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated
 
 import typer
 
-from leasehold.client import DEFAULT_URL, SyncClient
-from leasehold.errors import LeaseholdError
+from leasehold.admin import parse
+from leasehold.admin.connect import EXIT_CODES_HELP, Token, Url, connected
+from leasehold.admin.wire import print_json
+from leasehold.client import DEFAULT_URL
 
-T = TypeVar("T")
-
-schedules = typer.Typer(help="Periodic jobs: list, show, create or replace, delete.")
-limits = typer.Typer(help="Per-kind concurrency limits: list, set, delete.")
-
-_URL = typer.Option(DEFAULT_URL, "--url", envvar="LEASEHOLD_URL", help="The coordinator.")
-_TOKEN = typer.Option(
-    None, "--token", envvar="LEASEHOLD_TOKEN", help="Bearer token.", show_default=False
+schedules = typer.Typer(
+    help="Periodic jobs: list, show, create or replace, delete.", no_args_is_help=True
 )
+limits = typer.Typer(help="Per-kind concurrency limits: list, set, delete.", no_args_is_help=True)
+
+Name = Annotated[str, typer.Argument(help="The schedule's name.")]
 
 
-def _call(url: str, token: str | None, action: Callable[[SyncClient], T]) -> T:
-    try:
-        with SyncClient(url, token=token) as client:
-            return action(client)
-    except LeaseholdError as exc:
-        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
-        raise typer.Exit(1) from exc
+@schedules.command("list", epilog=EXIT_CODES_HELP)
+def schedules_list(url: Url = DEFAULT_URL, token: Token = None) -> None:
+    """Every schedule, by name, with its next fire time."""
+    with connected(url, token) as client:
+        print_json(client.schedules())
 
 
-def _print(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+@schedules.command("get", epilog=EXIT_CODES_HELP)
+def schedules_get(name: Name, url: Url = DEFAULT_URL, token: Token = None) -> None:
+    """One schedule, with its next and last fire times."""
+    with connected(url, token) as client:
+        print_json(client.get_schedule(name))
 
 
-@schedules.command("list")
-def schedules_list(url: str = _URL, token: str | None = _TOKEN) -> None:
-    """Every schedule, by name."""
-    _print(_call(url, token, lambda c: c.schedules()))
-
-
-@schedules.command("get")
-def schedules_get(name: str, url: str = _URL, token: str | None = _TOKEN) -> None:
-    """One schedule, with its next fire time."""
-    _print(_call(url, token, lambda c: c.get_schedule(name)))
-
-
-@schedules.command("put")
+@schedules.command("put", epilog=EXIT_CODES_HELP)
 def schedules_put(
-    name: str,
-    cron: str = typer.Option(..., help="5 fields, or 6 with seconds first."),
-    kind: str = typer.Option(..., help="The kind of job each run enqueues."),
-    timezone: str = typer.Option("UTC", help="IANA time zone the expression is read in."),
-    payload: str = typer.Option("null", help="The jobs' payload, as JSON."),
-    queue: str = typer.Option("default"),
-    priority: int = typer.Option(0, min=-1000, max=1000),
-    max_attempts: int = typer.Option(5, min=1, max=1000),
-    catch_up: str = typer.Option("skip", help="skip | once: what to do about missed runs."),
-    enabled: bool = typer.Option(True, "--enabled/--disabled"),
-    url: str = _URL,
-    token: str | None = _TOKEN,
+    name: Name,
+    cron: Annotated[str, typer.Option(help="5 fields, or 6 with seconds first.")],
+    kind: Annotated[str, typer.Option(help="The kind of job each run enqueues.")],
+    timezone: Annotated[str, typer.Option(help="IANA time zone the cron is read in.")] = "UTC",
+    payload: Annotated[
+        str | None,
+        typer.Option(help="The jobs' payload: JSON text, @FILE, or - for stdin. Default: null."),
+    ] = None,
+    queue: Annotated[str, typer.Option(help="The queue its jobs go to.")] = "default",
+    priority: Annotated[int, typer.Option(min=-1000, max=1000)] = 0,
+    max_attempts: Annotated[int, typer.Option(min=1, max=1000)] = 5,
+    catch_up: Annotated[
+        str, typer.Option(help="skip | once: runs missed while no coordinator ran.")
+    ] = "skip",
+    enabled: Annotated[bool, typer.Option("--enabled/--disabled")] = True,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
 ) -> None:
     """Create or replace a schedule; it starts at its first fire time from now."""
-    try:
-        body = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--payload") from exc
-    _print(
-        _call(
-            url,
-            token,
-            lambda c: c.put_schedule(
+    body = parse.payload(payload)
+    with connected(url, token) as client:
+        print_json(
+            client.put_schedule(
                 name,
                 cron=cron,
                 kind=kind,
@@ -84,37 +70,44 @@ def schedules_put(
                 max_attempts=max_attempts,
                 catch_up=catch_up,
                 enabled=enabled,
-            ),
+            )
         )
-    )
 
 
-@schedules.command("delete")
-def schedules_delete(name: str, url: str = _URL, token: str | None = _TOKEN) -> None:
-    """Delete a schedule (jobs it already enqueued stay)."""
-    _call(url, token, lambda c: c.delete_schedule(name))
+@schedules.command("delete", epilog=EXIT_CODES_HELP)
+def schedules_delete(name: Name, url: Url = DEFAULT_URL, token: Token = None) -> None:
+    """Delete a schedule (the jobs it already enqueued stay)."""
+    with connected(url, token) as client:
+        client.delete_schedule(name)
     typer.echo(f"deleted schedule {name}")
 
 
-@limits.command("list")
-def limits_list(url: str = _URL, token: str | None = _TOKEN) -> None:
+@limits.command("list", epilog=EXIT_CODES_HELP)
+def limits_list(url: Url = DEFAULT_URL, token: Token = None) -> None:
     """Every limit, with the kind's running jobs now."""
-    _print(_call(url, token, lambda c: c.limits()))
+    with connected(url, token) as client:
+        print_json(client.limits())
 
 
-@limits.command("set")
+@limits.command("set", epilog=EXIT_CODES_HELP)
 def limits_set(
-    kind: str,
-    max_running: int = typer.Argument(..., min=1, max=100_000),
-    url: str = _URL,
-    token: str | None = _TOKEN,
+    kind: Annotated[str, typer.Argument(help="The kind to limit.")],
+    max_running: Annotated[int, typer.Argument(min=1, max=100_000)],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
 ) -> None:
     """At most MAX_RUNNING jobs of KIND running at once, across all workers."""
-    _print(_call(url, token, lambda c: c.put_limit(kind, max_running)))
+    with connected(url, token) as client:
+        print_json(client.put_limit(kind, max_running))
 
 
-@limits.command("delete")
-def limits_delete(kind: str, url: str = _URL, token: str | None = _TOKEN) -> None:
+@limits.command("delete", epilog=EXIT_CODES_HELP)
+def limits_delete(
+    kind: Annotated[str, typer.Argument(help="The kind whose limit goes.")],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
     """Remove the limit on KIND."""
-    _call(url, token, lambda c: c.delete_limit(kind))
-    typer.echo(f"deleted limit on {kind}")
+    with connected(url, token) as client:
+        client.delete_limit(kind)
+    typer.echo(f"deleted the limit on {kind}")

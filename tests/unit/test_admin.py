@@ -73,6 +73,9 @@ def test_status_names_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (errors.Unavailable("down"), connect.EXIT_UNREACHABLE),
         (errors.JobNotFound("no job has id 4"), connect.EXIT_NOT_FOUND),
+        (errors.ScheduleNotFound(), connect.EXIT_NOT_FOUND),
+        (errors.LimitNotFound(), connect.EXIT_NOT_FOUND),
+        (errors.JobCancelled(), connect.EXIT_CONFLICT),
         (errors.Unauthorized(), connect.EXIT_AUTH),
         (errors.Forbidden(), connect.EXIT_AUTH),
         (errors.InvalidTransition("job 1 is queued"), connect.EXIT_CONFLICT),
@@ -114,6 +117,9 @@ def test_job_json_is_the_wire_form() -> None:
         "idempotency_key": None,
         "result": None,
         "last_error": None,
+        "priority": 0,
+        "queue": "default",
+        "cancel_requested": False,
     }
 
 

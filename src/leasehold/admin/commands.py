@@ -57,6 +57,22 @@ def enqueue(
             show_default=False,
         ),
     ] = None,
+    priority: Annotated[
+        int | None,
+        typer.Option(
+            "--priority",
+            min=-1000,
+            max=1000,
+            help="Higher is leased first (default 0).",
+            show_default=False,
+        ),
+    ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option(
+            "--queue", help="The queue it waits in (default: default).", show_default=False
+        ),
+    ] = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
     as_json: AsJson = False,
@@ -66,7 +82,13 @@ def enqueue(
     not_before = parse.run_after(run_after)
     with connected(url, token) as client:
         job = client.enqueue(
-            kind, body, max_attempts=max_attempts, run_after=not_before, idempotency_key=key
+            kind,
+            body,
+            max_attempts=max_attempts,
+            run_after=not_before,
+            idempotency_key=key,
+            priority=priority,
+            queue=queue,
         )
     if as_json:
         print_json(job_json(job))

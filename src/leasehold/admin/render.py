@@ -22,6 +22,7 @@ STATUS_STYLES = {
     "failed": "red",
     "expired": "magenta",
     "released": "blue",
+    "cancelled": "dim red",
 }
 # In lists, a traceback's last line (the exception) says what went wrong.
 ERROR_CAP = 80
@@ -115,6 +116,9 @@ def _job_fields(job: Job) -> list[tuple[str, str | Text]]:
         ("id", str(job.id)),
         ("kind", job.kind),
         ("status", status_text(job.status)),
+        ("cancel requested", "yes" if job.cancel_requested else ""),
+        ("queue", job.queue),
+        ("priority", str(job.priority)),
         ("attempts", f"{job.attempts} of {job.max_attempts}"),
         ("payload", compact_json(job.payload)),
         ("result", compact_json(job.result) if job.result is not None else ""),
