@@ -26,7 +26,7 @@ from leasehold.errors import InvalidRequest
 router = APIRouter(route_class=StrictJSONRoute)
 
 _WHY = {
-    404: "no schedule or limit by that name",
+    404: "no schedule or limit by that name (for a limit's kind: or none the path can carry)",
     422: "the schedule or limit is not acceptable",
     503: "the database is unavailable; retry",
 }
@@ -99,8 +99,10 @@ async def list_limits(request: Request) -> Response:
     return reply(LimitList(limits=[LimitOut.of(limit) for limit in limits]))
 
 
+# A kind with a line break cannot be matched by the path at all (404); any other bad kind
+# is refused as input (422).
 @router.put(
-    "/limits/{kind:path}", response_model=LimitOut, responses=errors(422), dependencies=_ADMIN
+    "/limits/{kind:path}", response_model=LimitOut, responses=errors(404, 422), dependencies=_ADMIN
 )
 async def put_limit(kind: str, body: LimitRequest, request: Request) -> Response:
     """At most ``max_running`` jobs of the kind running at once, from the next lease on."""
