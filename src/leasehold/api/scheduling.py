@@ -60,7 +60,8 @@ def _kind(raw: str) -> str:
 @router.put(
     "/schedules/{name}",
     response_model=ScheduleOut,
-    responses={201: {"model": ScheduleOut, "description": "created"}, **errors(422)},
+    # 404: a name the path cannot carry (a "/" in it); any other bad name is a 422.
+    responses={201: {"model": ScheduleOut, "description": "created"}, **errors(404, 422)},
     dependencies=_ADMIN,
 )
 async def put_schedule(name: _NAME, body: ScheduleRequest, request: Request) -> Response:
