@@ -157,7 +157,9 @@ class JobService:
         created = [i.job for i in inserted if i.created]
         self.wakeup.notify(len(created))
         for job in created:
-            log.info("job.enqueued", **_fields(job))
+            # Debug, as job.leased: per job per step, they would double a busy coordinator's
+            # logging; the attempt history keeps who leased what and when.
+            log.debug("job.enqueued", **_fields(job))
         self.metrics.enqueued(created)
         return inserted
 
@@ -190,7 +192,7 @@ class JobService:
                 if waiter is not None:
                     self.wakeup.forget(waiter)
         for job in jobs:
-            log.info("job.leased", **_fields(job))
+            log.debug("job.leased", **_fields(job))
         self.metrics.leased(jobs)
         return jobs
 
