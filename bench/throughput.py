@@ -34,6 +34,7 @@ import asyncio
 import importlib
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -117,7 +118,7 @@ def profile(directory: Path, pid: int, name: str) -> subprocess.Popen[bytes]:
 
 
 def run_leasehold(args: argparse.Namespace, tmp: Path) -> Figures:
-    coordinator, url = start_coordinator(tmp, args.synchronous)
+    coordinator, url = start_coordinator(tmp, args.synchronous, args.log_level)
     probe = tmp / "probe"
     workers: list[Proc] = []
     try:
@@ -237,6 +238,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=100, help="jobs at once per worker")
     parser.add_argument("--synchronous", default="FULL", choices=["FULL", "NORMAL"])
     parser.add_argument("--compare", choices=["huey"], default=None)
+    parser.add_argument(
+        "--log-level", default="info", help="the coordinator's (debug: a line per request)"
+    )
+    parser.add_argument("--keep", type=Path, default=None, help="copy the logs here")
     parser.add_argument("--repeat", type=int, default=1, help="runs; medians are printed")
     parser.add_argument(
         "--profile",
@@ -256,6 +261,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="leasehold-bench-") as tmp:
             ours.append(run_leasehold(args, Path(tmp)))
             show("leasehold", ours[-1])
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for log in Path(tmp).glob("*.log"):
+                    shutil.copy(log, args.keep / log.name)
         if args.compare == "huey":
             with tempfile.TemporaryDirectory(prefix="huey-bench-") as tmp:
                 theirs.append(run_huey(args, Path(tmp)))

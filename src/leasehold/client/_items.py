@@ -95,14 +95,35 @@ class ItemOutcome(StrEnum):
     NOT_FOUND = "not_found"
 
 
-@dataclass(frozen=True, slots=True)
 class ItemResult:
-    """The answer to one item of a batch report: ``job`` when ok, ``error`` otherwise."""
+    """The answer to one item of a batch report: ``job`` when ok, ``error`` otherwise.
 
-    job_id: int
-    outcome: ItemOutcome
-    job: Job | None = None
-    error: LeaseholdError | None = None
+    The job is parsed from the answer when first asked for: a worker that only needs to
+    know that its report was accepted does not pay for it.
+    """
+
+    __slots__ = ("_data", "_job", "error", "job_id", "outcome")
+
+    def __init__(
+        self,
+        job_id: int,
+        outcome: ItemOutcome,
+        *,
+        job: Job | None = None,
+        error: LeaseholdError | None = None,
+        data: Any = None,
+    ) -> None:
+        self.job_id = job_id
+        self.outcome = outcome
+        self.error = error
+        self._job = job
+        self._data = data
+
+    @property
+    def job(self) -> Job | None:
+        if self._job is None and self._data is not None:
+            self._job, self._data = parse_job(self._data), None
+        return self._job
 
     @property
     def ok(self) -> bool:
@@ -112,9 +133,13 @@ class ItemResult:
         """The job, or the error the single call would have raised."""
         if self.error is not None:
             raise self.error
-        if self.job is None:
+        job = self.job
+        if job is None:
             raise LeaseholdError(f"the coordinator answered ok for job {self.job_id} without it")
-        return self.job
+        return job
+
+    def __repr__(self) -> str:
+        return f"ItemResult({self.job_id}, {self.outcome}, error={self.error!r})"
 
 
 # For an item whose error code this client does not know (a newer coordinator's).
@@ -138,7 +163,9 @@ def parse_results(data: Any, sent: int) -> list[ItemResult]:
 def _parse_result(data: Any) -> ItemResult:
     job_id, outcome = int(data["id"]), ItemOutcome(data["outcome"])
     if outcome is ItemOutcome.OK:
-        return ItemResult(job_id, outcome, job=parse_job(data["job"]))
+        if not isinstance(data["job"], dict):
+            raise ValueError("an ok item without its job")
+        return ItemResult(job_id, outcome, data=data["job"])
     message = str(data.get("message") or outcome)
     error = error_from_code(data.get("error"), message, _FALLBACK[outcome])
     return ItemResult(job_id, outcome, error=error)

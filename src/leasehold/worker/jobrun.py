@@ -16,7 +16,7 @@ from leasehold.worker.job import LeasedJob
 from leasehold.worker.lease import LeaseKeeper, Renewer
 from leasehold.worker.registry import Registry
 from leasehold.worker.report import Reporter
-from leasehold.worker.waiting import Preempted, unless_set
+from leasehold.worker.waiting import Flag, Preempted, unless_set
 
 log = structlog.get_logger("leasehold.worker")
 
@@ -50,7 +50,7 @@ class JobRunner:
         self,
         client: Client,
         registry: Registry,
-        forced: asyncio.Event,
+        forced: Flag,
         polls_ended: Callable[[], Awaitable[None]],
     ) -> None:
         self.client = client

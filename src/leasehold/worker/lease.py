@@ -16,6 +16,7 @@ import structlog
 from leasehold.client import MAX_BATCH, Client, ItemResult, RenewItem
 from leasehold.errors import LeaseholdError
 from leasehold.worker.job import LeasedJob
+from leasehold.worker.waiting import Flag
 
 log = structlog.get_logger("leasehold.worker")
 
@@ -40,7 +41,7 @@ class LeaseKeeper:
         self.job = job
         self.seconds = seconds
         self.deadline = deadline
-        self.lost = asyncio.Event()
+        self.lost = Flag()
         self.reason: str | None = None
         self._timer: asyncio.TimerHandle | None = None
 

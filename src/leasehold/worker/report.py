@@ -15,7 +15,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from leasehold.client import MAX_BATCH, Client, CompleteItem, FailItem, ItemResult
+from leasehold.client import (
+    MAX_BATCH,
+    Client,
+    CompleteItem,
+    FailItem,
+    ItemOutcome,
+    ItemResult,
+)
 from leasehold.errors import InvalidRequest, PayloadTooLarge
 from leasehold.model import Job
 
@@ -34,7 +41,7 @@ MAX_FAIL_BATCH_CHARS = 256 * 1024
 class _Pending(Generic[ItemT]):
     item: ItemT
     deadline: float  # the lease's, on the loop's clock: no use reporting after it
-    answer: asyncio.Future[Job]
+    answer: asyncio.Future[ItemResult]  # ok; an item refused raises its error instead
 
 
 class _Batcher(Generic[ItemT]):
@@ -56,8 +63,8 @@ class _Batcher(Generic[ItemT]):
         self._slots = asyncio.Semaphore(IN_FLIGHT)
         self.requests = 0  # batch requests sent, for tests and curiosity
 
-    async def submit(self, item: ItemT, deadline: float) -> Job:
-        answer: asyncio.Future[Job] = asyncio.get_running_loop().create_future()
+    async def submit(self, item: ItemT, deadline: float) -> ItemResult:
+        answer: asyncio.Future[ItemResult] = asyncio.get_running_loop().create_future()
         self._pending.append(_Pending(item, deadline, answer))
         self._ready.set()
         return await answer
@@ -101,8 +108,8 @@ class _Batcher(Generic[ItemT]):
                 _settle(pending.answer, error=exc)
         else:
             for pending, result in zip(batch, results, strict=True):
-                if result.job is not None:
-                    _settle(pending.answer, job=result.job)
+                if result.ok:
+                    _settle(pending.answer, result=result)
                 else:
                     _settle(pending.answer, error=result.error or InvalidRequest(result.outcome))
         finally:
@@ -115,19 +122,22 @@ class _Batcher(Generic[ItemT]):
         except Exception as exc:
             _settle(pending.answer, error=exc)
         else:
-            _settle(pending.answer, job=job)
+            _settle(pending.answer, result=ItemResult(job.id, ItemOutcome.OK, job=job))
 
 
 def _settle(
-    answer: asyncio.Future[Job], *, job: Job | None = None, error: Exception | None = None
+    answer: asyncio.Future[ItemResult],
+    *,
+    result: ItemResult | None = None,
+    error: Exception | None = None,
 ) -> None:
     if answer.done():  # its caller gave up (the lease ran out, or a forced stop)
         return
     if error is not None:
         answer.set_exception(error)
     else:
-        assert job is not None
-        answer.set_result(job)
+        assert result is not None
+        answer.set_result(result)
 
 
 class Reporter:
@@ -153,13 +163,14 @@ class Reporter:
             max_weight=MAX_FAIL_BATCH_CHARS,
         )
 
-    async def complete(self, item: CompleteItem, deadline: float) -> Job:
-        """The job as completed; raises what ``Client.complete`` would have raised."""
-        return await self.completes.submit(item, deadline)
+    async def complete(self, item: CompleteItem, deadline: float) -> None:
+        """Returns once the completion is accepted; raises what ``Client.complete`` would
+        have raised."""
+        await self.completes.submit(item, deadline)
 
     async def fail(self, item: FailItem, deadline: float) -> Job:
         """The job as failed; raises what ``Client.fail`` would have raised."""
-        return await self.fails.submit(item, deadline)
+        return (await self.fails.submit(item, deadline)).job_or_raise()
 
     async def run(self) -> None:
         """Until cancelled (once no job waits for a report any more)."""

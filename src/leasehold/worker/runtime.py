@@ -34,7 +34,7 @@ from leasehold.worker.capacity import Capacity
 from leasehold.worker.jobrun import JobRunner, Leased
 from leasehold.worker.registry import Registry
 from leasehold.worker.settings import WorkerSettings
-from leasehold.worker.waiting import cancel_and_wait, wait_event
+from leasehold.worker.waiting import Flag, cancel_and_wait, wait_event
 
 log = structlog.get_logger("leasehold.worker")
 
@@ -70,7 +70,7 @@ class Worker:
         self._poller = self.client.with_retry(NO_RETRY)
         self._rng = rng or random.Random()
         self._stopping = asyncio.Event()
-        self._forced = asyncio.Event()
+        self._forced = Flag()
         self._capacity = Capacity(settings.concurrency)
         self._polls = 0  # lease requests in flight
         self._polls_changed = asyncio.Condition()
