@@ -47,6 +47,13 @@ _COLUMNS: Final = (
     " request_hash, result, last_error, report"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
+_READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
+# The write of a decision, guarded by the token and status it was decided on.
+_GUARDED_WRITE: Final = (
+    "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
+    " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
+    " last_error = ?, report = ? WHERE id = ? AND lease_token = ? AND status = ?"
+)
 _STOP: Final = object()
 
 
@@ -79,6 +86,24 @@ def _job(row: tuple[Any, ...]) -> Job:
         result=orjson.loads(row[16]) if row[16] is not None else None,
         last_error=row[17],
         report=Report(row[18]) if row[18] is not None else None,
+    )
+
+
+def _write_params(before: Job, after: Job) -> tuple[Any, ...]:
+    return (
+        after.status,
+        after.attempts,
+        after.run_after.timestamp(),
+        after.lease_owner,
+        _ts(after.lease_expires_at),
+        after.lease_seconds,
+        _ts(after.finished_at),
+        orjson.dumps(after.result).decode() if after.result is not None else None,
+        after.last_error,
+        after.report,
+        before.id,
+        before.lease_token,
+        before.status,
     )
 
 
@@ -368,65 +393,56 @@ class SqliteStore:
     def _decide(
         self, conn: sqlite3.Connection, items: Sequence[tuple[int, Decide]]
     ) -> list[Outcome | None]:
+        # One read for the whole batch and one executemany per table: per job, only the
+        # rule runs in Python. The transaction's "now" is the same for every item.
+        now = self._clock.now()
+        stamp = now.timestamp()
+        current = self._read_many(conn, {job_id for job_id, _ in items})
         outcomes: list[Outcome | None] = []
-        tally = _Tally(self._clock.now().timestamp())
+        writes: list[tuple[Any, ...]] = []
+        closed: list[tuple[Any, ...]] = []
+        tally = _Tally(stamp)
         for job_id, decide in items:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
-            if row is None:
+            before = current.get(job_id)
+            if before is None:
                 outcomes.append(None)
                 continue
-            before = _job(row)
-            now = self._clock.now()
             outcome = decide(before, now)
+            after = outcome.job
             if outcome.changed:
-                self._write(conn, before, outcome.job)
+                writes.append(_write_params(before, after))
+                current[job_id] = after  # a second item for the same job sees this one
             if outcome.attempt is not None:
-                conn.execute(
-                    "UPDATE attempts SET outcome = ?, finished_at = ?, error = ?"
-                    " WHERE job_id = ? AND token = ?",
-                    (
-                        outcome.attempt,
-                        now.timestamp(),
-                        None
-                        if outcome.attempt is AttemptOutcome.COMPLETED
-                        else outcome.job.last_error,
-                        job_id,
-                        before.lease_token,
-                    ),
-                )
+                error = None if outcome.attempt is AttemptOutcome.COMPLETED else after.last_error
+                closed.append((outcome.attempt, stamp, error, job_id, before.lease_token))
             for name in outcome.events:
                 run = 0.0
                 if name == "completed" and before.leased_at is not None:
-                    run = max(0.0, (now - before.leased_at).total_seconds())
+                    run = max(0.0, stamp - before.leased_at.timestamp())
                 tally.add(name, before.kind, run)
             outcomes.append(outcome)
+        written = conn.executemany(_GUARDED_WRITE, writes).rowcount if writes else 0
+        if written != len(writes):  # impossible with one writer; refuse rather than half-apply
+            raise Unavailable("a job changed under a guarded write")
+        if closed:
+            conn.executemany(
+                "UPDATE attempts SET outcome = ?, finished_at = ?, error = ?"
+                " WHERE job_id = ? AND token = ?",
+                closed,
+            )
         tally.write(conn)
         return outcomes
 
     @staticmethod
-    def _write(conn: sqlite3.Connection, before: Job, after: Job) -> None:
-        written = conn.execute(
-            "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
-            " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
-            " last_error = ?, report = ? WHERE id = ? AND lease_token = ? AND status = ?",
-            (
-                after.status,
-                after.attempts,
-                after.run_after.timestamp(),
-                after.lease_owner,
-                _ts(after.lease_expires_at),
-                after.lease_seconds,
-                _ts(after.finished_at),
-                orjson.dumps(after.result).decode() if after.result is not None else None,
-                after.last_error,
-                after.report,
-                before.id,
-                before.lease_token,
-                before.status,
-            ),
-        ).rowcount
-        if written != 1:  # impossible with one writer; refuse rather than half-apply
-            raise Unavailable(f"job {before.id} changed under a guarded write")
+    def _read_many(conn: sqlite3.Connection, ids: set[int]) -> dict[int, Job]:
+        found: dict[int, Job] = {}
+        pending = sorted(ids)
+        for start in range(0, len(pending), _READ_CHUNK):
+            chunk = pending[start : start + _READ_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id IN ({marks})", chunk):
+                found[row[0]] = _job(row)
+        return found
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         def op(conn: sqlite3.Connection) -> list[Expired]:
