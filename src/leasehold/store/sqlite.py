@@ -11,6 +11,7 @@ after its change is durable. Times are stored as seconds since the epoch.
 from __future__ import annotations
 
 import asyncio
+import functools
 import queue
 import sqlite3
 import threading
@@ -23,13 +24,14 @@ import orjson
 
 from leasehold.core.clock import Clock, SystemClock
 from leasehold.core.transitions import Outcome
-from leasehold.errors import IdempotencyConflict, Unavailable
+from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
 from leasehold.store.base import (
     DeadFilter,
     Decide,
     Expired,
     Inserted,
+    InsertedAndLeased,
     JobFilter,
     LeaseRequest,
     NewJob,
@@ -234,9 +236,10 @@ class SqliteStore:
         loop.call_soon_threadsafe(ready.set_result, None)
         stopping = False
         while not stopping:
-            batch = [self._queue.get()]
-            if batch[0] is _STOP:
+            first = self._queue.get()
+            if first is _STOP:
                 break
+            batch = list(first)  # a queue item is a group of operations, committed together
             while len(batch) < _BATCH_LIMIT:
                 try:
                     item = self._queue.get_nowait()
@@ -245,7 +248,7 @@ class SqliteStore:
                 if item is _STOP:
                     stopping = True
                     break
-                batch.append(item)
+                batch.extend(item)
             answers = self._execute(conn, batch)
             loop.call_soon_threadsafe(_deliver, answers)
         conn.close()
@@ -275,11 +278,17 @@ class SqliteStore:
         return answers
 
     async def _call(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        (future,) = self._submit([op])
+        result: T = await future
+        return result
+
+    def _submit(self, ops: Sequence[Op]) -> list[asyncio.Future[Any]]:
+        """Queue operations that will share one transaction (each in its own savepoint)."""
         if self._thread is None or self._loop is None:
             raise Unavailable("the store is not open")
-        future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put((op, future))
-        return await future
+        futures = [self._loop.create_future() for _ in ops]
+        self._queue.put(list(zip(ops, futures, strict=True)))
+        return futures
 
     # -- the Store protocol -------------------------------------------------------------
 
@@ -326,6 +335,22 @@ class SqliteStore:
             tally.add("enqueued", new.kind)
         tally.write(conn)
         return inserted
+
+    async def job_insert_and_lease(
+        self, jobs: Sequence[NewJob], leases: Sequence[LeaseRequest]
+    ) -> InsertedAndLeased:
+        ops: list[Op] = [lambda conn: self._insert(conn, jobs)]
+        ops += [functools.partial(self._lease, request=r) for r in leases]
+        answers = await asyncio.gather(*self._submit(ops), return_exceptions=True)
+        inserted, leased = answers[0], answers[1:]
+        if isinstance(inserted, BaseException):
+            error = inserted if isinstance(inserted, LeaseholdError) else Unavailable(str(inserted))
+            inserted = []
+        else:
+            error = None
+        return InsertedAndLeased(
+            inserted, error, [None if isinstance(a, BaseException) else a for a in leased]
+        )
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
         return await self._call(lambda conn: self._lease(conn, request))
