@@ -63,31 +63,33 @@ class JobRunner:
         self.polls_ended = polls_ended
 
     async def run(self, leased: Leased, handler_done: Callable[[], None]) -> None:
-        """Run the job's handler, then report what it came to. ``handler_done`` is called
-        as soon as the handler has ended (its slot can take another job while the report
-        is on its way)."""
+        """Run the job's handler, then report what it came to; in a task of its own.
+        ``handler_done`` is called as soon as the handler has ended (its slot can take
+        another job while the report is on its way)."""
         job = leased.job
-        with structlog.contextvars.bound_contextvars(
+        # Each job runs in a task of its own, on a copy of the worker's context: bound here,
+        # the fields go with every line the job logs (its handler's too) and end with it.
+        structlog.contextvars.bind_contextvars(
             job_id=job.id, kind=job.kind, attempt=job.attempt, token=job.token
-        ):
-            handler = self.registry.get(job.kind)
-            if handler is None:
-                handler_done()
-                handles = ", ".join(self.registry.kinds)
-                error = f"no handler for kind {job.kind!r} in this worker (it handles: {handles})"
-                log.error("job.no_handler", error=error)
-                await self.report(leased, Failed(error), leased.deadline)
-                return
-            keeper = LeaseKeeper(job, leased.seconds, leased.deadline)
-            log.info("job.started")
-            started = time.monotonic()
-            self.renewer.add(keeper)
-            try:
-                outcome = await execute(handler, job, keeper, self.forced)
-            finally:
-                self.renewer.remove(keeper)
-                handler_done()
-            await self.settle(leased, outcome, keeper, time.monotonic() - started)
+        )
+        handler = self.registry.get(job.kind)
+        if handler is None:
+            handler_done()
+            handles = ", ".join(self.registry.kinds)
+            error = f"no handler for kind {job.kind!r} in this worker (it handles: {handles})"
+            log.error("job.no_handler", error=error)
+            await self.report(leased, Failed(error), leased.deadline)
+            return
+        keeper = LeaseKeeper(job, leased.seconds, leased.deadline)
+        log.info("job.started")
+        started = time.monotonic()
+        self.renewer.add(keeper)
+        try:
+            outcome = await execute(handler, job, keeper, self.forced)
+        finally:
+            self.renewer.remove(keeper)
+            handler_done()
+        await self.settle(leased, outcome, keeper, time.monotonic() - started)
 
     async def settle(
         self, leased: Leased, outcome: Outcome, keeper: LeaseKeeper, seconds: float
@@ -106,8 +108,8 @@ class JobRunner:
         """Complete or fail the job, retrying until answered, the lease runs out, or a
         forced stop. The reporter sends it along with the others that are ready."""
         try:
-            async with asyncio.timeout_at(deadline):
-                await unless_set(self.forced, self._send(leased.job, outcome, seconds, deadline))
+            # The reporter gives up on the report at ``deadline`` (TimeoutError).
+            await unless_set(self.forced, self._send(leased.job, outcome, seconds, deadline))
         except TimeoutError:
             log.warning("report.abandoned", reason="the lease ran out before it was answered")
         except Preempted:

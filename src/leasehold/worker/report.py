@@ -64,7 +64,13 @@ class _Batcher(Generic[ItemT]):
         self.requests = 0  # batch requests sent, for tests and curiosity
 
     async def submit(self, item: ItemT, deadline: float) -> ItemResult:
-        answer: asyncio.Future[ItemResult] = asyncio.get_running_loop().create_future()
+        """The item's answer; TimeoutError if there is none by ``deadline`` (the lease's:
+        after it, another worker may hold the job)."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[ItemResult] = loop.create_future()
+        # A timer rather than asyncio.timeout: a third of a no-op job's reporting cost.
+        expiry = loop.call_at(deadline, _expire, answer)
+        answer.add_done_callback(lambda _: expiry.cancel())
         self._pending.append(_Pending(item, deadline, answer))
         self._ready.set()
         return await answer
@@ -123,6 +129,11 @@ class _Batcher(Generic[ItemT]):
             _settle(pending.answer, error=exc)
         else:
             _settle(pending.answer, result=ItemResult(job.id, ItemOutcome.OK, job=job))
+
+
+def _expire(answer: asyncio.Future[ItemResult]) -> None:
+    if not answer.done():
+        answer.set_exception(TimeoutError("no answer before the lease ran out"))
 
 
 def _settle(
