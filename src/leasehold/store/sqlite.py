@@ -50,6 +50,7 @@ _COLUMNS: Final = (
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
+_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (7 variables each)
 # The write of a decision, guarded by the token and status it was decided on.
 _GUARDED_WRITE: Final = (
     "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
@@ -299,29 +300,64 @@ class SqliteStore:
         return await self._call(lambda conn: self._insert(conn, jobs))
 
     def _insert(self, conn: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[Inserted]:
+        # Statements per batch, not per job: the used keys are read in one query and the
+        # new jobs written by multi-row INSERTs; SQLite numbers rows in VALUES order.
         now = self._clock.now().timestamp()
-        inserted: list[Inserted] = []
-        tally = _Tally(now)
+        keys = [j.idempotency_key for j in jobs if j.idempotency_key is not None]
+        known = self._read_keys(conn, keys) if keys else {}
+        answers: list[Job | int] = []  # a job already stored, or an index into ``fresh``
+        fresh: list[NewJob] = []
+        pending: dict[str, int] = {}  # key -> index in ``fresh``: a key used twice in the batch
         for new in jobs:
-            if new.idempotency_key is not None:
-                row = conn.execute(
-                    f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = ?",
-                    (new.idempotency_key,),
-                ).fetchone()
-                if row is not None:
-                    existing = _job(row)
-                    if existing.request_hash != new.request_hash:
-                        raise IdempotencyConflict(
-                            f"idempotency key {new.idempotency_key!r} was used for job"
-                            f" {existing.id} with a different request"
-                        )
-                    inserted.append(Inserted(existing, created=False))
-                    continue
-            row = conn.execute(
-                "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                " idempotency_key, request_hash) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)"
-                f" RETURNING {_COLUMNS}",
-                (
+            key = new.idempotency_key
+            if key is None or (key not in known and key not in pending):
+                if key is not None:
+                    pending[key] = len(fresh)
+                answers.append(len(fresh))
+                fresh.append(new)
+                continue
+            seen = known[key] if key in known else fresh[pending[key]]
+            if seen.request_hash != new.request_hash:
+                used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
+                raise IdempotencyConflict(
+                    f"idempotency key {key!r} was used for {used_by} with a different request"
+                )
+            answers.append(seen if isinstance(seen, Job) else pending[key])
+        created = self._insert_rows(conn, fresh, now)
+        tally = _Tally(now)
+        for new in fresh:
+            tally.add("enqueued", new.kind)
+        tally.write(conn)
+        first_use: set[int] = set()
+        inserted: list[Inserted] = []
+        for answer in answers:
+            if isinstance(answer, Job):
+                inserted.append(Inserted(answer, created=False))
+            else:  # the first item with a key creates the job; a repeat in the batch does not
+                inserted.append(Inserted(created[answer], created=answer not in first_use))
+                first_use.add(answer)
+        return inserted
+
+    @staticmethod
+    def _read_keys(conn: sqlite3.Connection, keys: list[str]) -> dict[str, Job]:
+        found: dict[str, Job] = {}
+        for start in range(0, len(keys), _READ_CHUNK):
+            chunk = keys[start : start + _READ_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key IN ({marks})"
+            for row in conn.execute(sql, chunk):
+                found[row[14]] = _job(row)  # idempotency_key
+        return found
+
+    @staticmethod
+    def _insert_rows(conn: sqlite3.Connection, fresh: list[NewJob], now: float) -> list[Job]:
+        created: list[Job] = []
+        for start in range(0, len(fresh), _INSERT_CHUNK):
+            chunk = fresh[start : start + _INSERT_CHUNK]
+            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?)"] * len(chunk))
+            params: list[Any] = []
+            for new in chunk:
+                params += (
                     new.kind,
                     orjson.dumps(new.payload).decode(),
                     new.max_attempts,
@@ -329,12 +365,14 @@ class SqliteStore:
                     now,
                     new.idempotency_key,
                     new.request_hash,
-                ),
-            ).fetchone()
-            inserted.append(Inserted(_job(row), created=True))
-            tally.add("enqueued", new.kind)
-        tally.write(conn)
-        return inserted
+                )
+            rows = conn.execute(
+                "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
+                f" idempotency_key, request_hash) VALUES {values} RETURNING {_COLUMNS}",
+                params,
+            ).fetchall()
+            created += sorted((_job(r) for r in rows), key=lambda j: j.id)
+        return created
 
     async def job_insert_and_lease(
         self, jobs: Sequence[NewJob], leases: Sequence[LeaseRequest]
