@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -30,10 +31,13 @@ MAX_JOBS_PER_LEASE = 1000
 MAX_ATTEMPTS_LIMIT = 1000
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def _printable(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty or only white space")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if _CONTROL.search(value):  # a regex: a character loop in Python was a tenth of enqueue
         raise ValueError("must not contain control characters")
     return value
 

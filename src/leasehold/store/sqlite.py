@@ -352,26 +352,45 @@ class SqliteStore:
     @staticmethod
     def _insert_rows(conn: sqlite3.Connection, fresh: list[NewJob], now: float) -> list[Job]:
         created: list[Job] = []
+        created_at = datetime.fromtimestamp(now, UTC)
         for start in range(0, len(fresh), _INSERT_CHUNK):
             chunk = fresh[start : start + _INSERT_CHUNK]
             values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?)"] * len(chunk))
+            rows: list[tuple[NewJob, str, float]] = []
             params: list[Any] = []
             for new in chunk:
+                payload, run_after = orjson.dumps(new.payload).decode(), _ts(new.run_after) or now
+                rows.append((new, payload, run_after))
                 params += (
                     new.kind,
-                    orjson.dumps(new.payload).decode(),
+                    payload,
                     new.max_attempts,
-                    _ts(new.run_after) or now,
+                    run_after,
                     now,
                     new.idempotency_key,
                     new.request_hash,
                 )
-            rows = conn.execute(
+            ids = conn.execute(
                 "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                f" idempotency_key, request_hash) VALUES {values} RETURNING {_COLUMNS}",
+                f" idempotency_key, request_hash) VALUES {values} RETURNING id",
                 params,
             ).fetchall()
-            created += sorted((_job(r) for r in rows), key=lambda j: j.id)
+            # The jobs as a read would return them, built from what was written.
+            for (job_id,), (new, payload, run_after) in zip(sorted(ids), rows, strict=True):
+                created.append(
+                    Job(
+                        id=job_id,
+                        kind=new.kind,
+                        payload=orjson.loads(payload),
+                        status=JobStatus.QUEUED,
+                        attempts=0,
+                        max_attempts=new.max_attempts,
+                        run_after=datetime.fromtimestamp(run_after, UTC),
+                        created_at=created_at,
+                        idempotency_key=new.idempotency_key,
+                        request_hash=new.request_hash,
+                    )
+                )
         return created
 
     async def job_insert_and_lease(
