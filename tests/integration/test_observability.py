@@ -140,7 +140,16 @@ async def test_attempt_history_shows_the_takeover(api: Api) -> None:
 async def test_logs_are_json_with_job_fields_and_no_payloads(
     start_coordinator: CoordinatorFactory,
 ) -> None:
-    coordinator = start_coordinator("--log-level", "debug")
+    coordinator = start_coordinator(
+        "--retry-base-seconds",
+        "0.05",
+        "--retry-max-seconds",
+        "1",
+        "--reap-interval-seconds",
+        "0.1",
+        "--log-level",
+        "debug",
+    )
     async with aiohttp.ClientSession() as session:
         await scripted_scenario(Api(coordinator.url, session))
     lines = [json.loads(line) for line in coordinator.logs().splitlines() if line.startswith("{")]
