@@ -56,7 +56,7 @@ from bench.harness import (
     start_leasehold_worker,
     wait_until,
 )
-from leasehold.client import Client, EnqueueItem
+from leasehold.client import Client, NewJob
 
 BATCH = 1000
 IN_FLIGHT = 4
@@ -91,12 +91,12 @@ async def enqueue_all(url: str, jobs: int) -> float:
     """Seconds to enqueue ``jobs`` no-op jobs in batches."""
     async with Client(url) as client:
         batches = [
-            [EnqueueItem("bench") for _ in range(min(BATCH, jobs - start))]
+            [NewJob("bench") for _ in range(min(BATCH, jobs - start))]
             for start in range(0, jobs, BATCH)
         ]
         gate = asyncio.Semaphore(IN_FLIGHT)
 
-        async def send(batch: list[EnqueueItem]) -> None:
+        async def send(batch: list[NewJob]) -> None:
             async with gate:
                 await client.enqueue_many(batch)
 

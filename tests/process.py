@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 START_TIMEOUT = 30.0
@@ -38,9 +38,15 @@ class Coordinator:
     """``leasehold serve`` in a child process; restartable on the same database."""
 
     def __init__(
-        self, database_url: str, log_dir: Path, extra_args: Sequence[str] = (), port: int = 0
+        self,
+        database_url: str,
+        log_dir: Path,
+        extra_args: Sequence[str] = (),
+        port: int = 0,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.database_url = database_url
+        self.env = dict(env or {})
         self.log_dir = log_dir
         self.extra_args = list(extra_args)
         self.port = port
@@ -79,7 +85,7 @@ class Coordinator:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             )
             log.close()
             if self._wait_healthy():

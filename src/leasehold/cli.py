@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import typer
 
+from leasehold import admin as _admin
+from leasehold.cli_admin import limits, schedules
 from leasehold.client import DEFAULT_URL
-from leasehold.logs import configure_logging
-from leasehold.settings import CoordinatorSettings
+from leasehold.demo import demo as _demo
+from leasehold.logs import configure_logging, configure_quiet_logging
+from leasehold.settings import MAX_PAYLOAD_BYTES, MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
+from leasehold.tokens import (
+    HashedToken,
+    Role,
+    TokenConfigError,
+    hash_token,
+    load_tokens_file,
+    new_token,
+    parse_tokens_env,
+)
 
 app = typer.Typer(
     name="leasehold",
@@ -17,6 +31,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+app.add_typer(schedules, name="schedules")
+app.add_typer(limits, name="limits")
 
 
 @app.callback()
@@ -45,6 +63,16 @@ def serve(
     reap_interval_seconds: float = typer.Option(
         1.0, envvar="LEASEHOLD_REAP_INTERVAL_SECONDS", min=0.001, help="Expired-lease sweep."
     ),
+    schedule_interval_seconds: float = typer.Option(
+        1.0, envvar="LEASEHOLD_SCHEDULE_INTERVAL_SECONDS", min=0.001, help="Due-schedule check."
+    ),
+    schedule_grace_seconds: float = typer.Option(
+        10.0,
+        envvar="LEASEHOLD_SCHEDULE_GRACE_SECONDS",
+        min=0,
+        max=MAX_SCHEDULE_GRACE_SECONDS,
+        help="A fire time older than this when first seen was missed (see catch_up).",
+    ),
     sqlite_synchronous: str = typer.Option(
         "FULL",
         envvar="LEASEHOLD_SQLITE_SYNCHRONOUS",
@@ -53,11 +81,33 @@ def serve(
     ),
     log_format: str = typer.Option("auto", envvar="LEASEHOLD_LOG_FORMAT", help="auto|json|console"),
     log_level: str = typer.Option("info", envvar="LEASEHOLD_LOG_LEVEL"),
+    tokens_file: Path | None = typer.Option(
+        None,
+        envvar="LEASEHOLD_TOKENS_FILE",
+        help="Bearer tokens: one `role:sha256hex` per line (roles: producer, worker, reader, admin;"
+        " `leasehold new-token ROLE` makes one). Tokens can also be given in clear in the"
+        " environment as LEASEHOLD_TOKENS=role=token,role=token (never as a flag: command"
+        " lines are visible to every user). With neither, access is open and the"
+        " coordinator only binds loopback.",
+    ),
+    allow_open_access: bool = typer.Option(
+        False,
+        "--allow-open-access",
+        envvar="LEASEHOLD_ALLOW_OPEN_ACCESS",
+        help="Serve without tokens on a non-loopback address (with a loud warning).",
+    ),
+    max_payload_bytes: int = typer.Option(
+        MAX_PAYLOAD_BYTES,
+        envvar="LEASEHOLD_MAX_PAYLOAD_BYTES",
+        min=1,
+        help="Cap on a job's payload and a completion's result, as compact JSON (413).",
+    ),
 ) -> None:
     """Run the coordinator."""
-    import uvicorn
-
     from leasehold.api.app import create_app
+    from leasehold.api.server import serve as serve_app
+
+    tokens = _configured_tokens(tokens_file, os.environ.get("LEASEHOLD_TOKENS"))
 
     settings = CoordinatorSettings(
         host=host,
@@ -67,19 +117,37 @@ def serve(
         retry_base_seconds=retry_base_seconds,
         retry_max_seconds=retry_max_seconds,
         reap_interval_seconds=reap_interval_seconds,
+        schedule_interval_seconds=schedule_interval_seconds,
+        schedule_grace_seconds=schedule_grace_seconds,
         sqlite_synchronous=sqlite_synchronous,
         log_format=log_format,
         log_level=log_level,
+        tokens=tokens,
+        allow_open_access=allow_open_access,
+        max_payload_bytes=max_payload_bytes,
     )
     configure_logging(log_format, log_level)
-    uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=port,
-        access_log=False,
-        log_level="warning",
-        timeout_graceful_shutdown=10,
-    )
+    serve_app(create_app(settings), settings)
+
+
+def _configured_tokens(path: Path | None, env: str | None) -> tuple[HashedToken, ...]:
+    try:
+        from_file = load_tokens_file(path) if path is not None else []
+        from_env = parse_tokens_env(env) if env is not None else []
+    except TokenConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tokens-file / LEASEHOLD_TOKENS") from None
+    return (*from_file, *from_env)
+
+
+@app.command("new-token")
+def new_token_command(
+    role: Role = typer.Argument(..., help="producer, worker, reader or admin"),
+) -> None:
+    """Make a random bearer token: prints the token (give it to the client, e.g. as
+    LEASEHOLD_TOKEN) and then the line for the coordinator's tokens file."""
+    token = new_token()
+    typer.echo(token)
+    typer.echo(f"{role.value}:{hash_token(token).hex()}")
 
 
 @app.command()
@@ -98,6 +166,11 @@ def worker(
         None,
         envvar="LEASEHOLD_KINDS",
         help="Comma-separated kinds to lease (default: every kind APP has a handler for).",
+    ),
+    queues: str | None = typer.Option(
+        None,
+        envvar="LEASEHOLD_QUEUES",
+        help="Comma-separated queues to lease from (default: every queue).",
     ),
     lease_seconds: float | None = typer.Option(
         None,
@@ -140,7 +213,8 @@ def worker(
     settings = WorkerSettings(
         url=url,
         concurrency=concurrency,
-        kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()) if kinds else None,
+        kinds=_names(kinds),
+        queues=_names(queues),
         lease_seconds=lease_seconds,
         token=token,
         wait_seconds=wait_seconds,
@@ -163,5 +237,17 @@ def _fast_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
+def _names(listed: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option as names (None when not given or empty)."""
+    names = tuple(n.strip() for n in (listed or "").split(",") if n.strip())
+    return names or None
+
+
 def main() -> None:
+    configure_quiet_logging()  # serve and worker set up their own
     app()
+
+
+# Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.
+_admin.register(app)
+app.command()(_demo)

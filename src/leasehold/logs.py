@@ -94,3 +94,19 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
         cache_logger_on_first_use=True,
     )
     logging.basicConfig(level=numeric, stream=sys.stderr, format="%(name)s %(message)s")
+
+
+def configure_quiet_logging() -> None:
+    """Errors only, on stderr: for commands whose stdout is their output (the admin
+    commands' tables and --json). Their one-line error message says what the client's
+    retry warnings would have. The standard library's logging is left alone, so that a
+    later ``configure_logging`` (serve, worker) still takes effect."""
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )

@@ -41,7 +41,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self._children: dict[tuple[int, str], Any] = {}
+        self._children: dict[tuple[int | str, ...], Any] = {}
 
         def counter(name: str, doc: str) -> Counter:
             return Counter(f"leasehold_{name}", doc, ["kind"], registry=self.registry)
@@ -55,12 +55,13 @@ class Metrics:
             "lease_expired": counter("lease_expirations", "Leases that ran out and were reaped."),
             "stale_token": counter("stale_token_rejections", "Reports refused for a stale token."),
             "released": counter("jobs_released", "Leases handed back unfinished."),
-            "requeued": counter("jobs_requeued", "Dead jobs requeued."),
+            "requeued": counter("jobs_requeued", "Dead or cancelled jobs requeued."),
+            "cancelled": counter("jobs_cancelled", "Jobs that ended cancelled."),
         }
         self.wait = Histogram(
             "leasehold_job_wait_seconds",
             "From when a job became available to when it was leased.",
-            ["kind"],
+            ["kind", "queue"],
             buckets=_TIME_BUCKETS,
             registry=self.registry,
         )
@@ -80,13 +81,19 @@ class Metrics:
             ["kind", "status"],
             registry=self.registry,
         )
+        self.jobs_by_queue = Gauge(
+            "leasehold_jobs_by_queue",
+            "Jobs in the database by queue and status.",
+            ["queue", "status"],
+            registry=self.registry,
+        )
 
-    def _child(self, metric: Counter | Histogram, kind: str) -> Any:
+    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
         # labels() checks and locks on every call; a few calls per job add up under load.
-        key = (id(metric), kind)
+        key: tuple[int | str, ...] = (id(metric), *labels)
         child = self._children.get(key)
         if child is None:
-            child = self._children[key] = metric.labels(kind)
+            child = self._children[key] = metric.labels(*labels)
         return child
 
     def enqueued(self, jobs: Iterable[Job]) -> None:
@@ -98,7 +105,7 @@ class Metrics:
             self._child(self.events["leased"], job.kind).inc()
             if job.leased_at is not None:
                 waited = (job.leased_at - job.run_after).total_seconds()
-                self._child(self.wait, job.kind).observe(max(0.0, waited))
+                self._child(self.wait, job.kind, job.queue).observe(max(0.0, waited))
 
     def decided(self, outcome: Outcome) -> None:
         job = outcome.job
@@ -110,10 +117,18 @@ class Metrics:
                 ran = (job.finished_at - job.leased_at).total_seconds()
                 self._child(self.run, job.kind).observe(max(0.0, ran))
 
-    def render(self, by_status: dict[str, int], by_kind: dict[str, dict[str, int]]) -> bytes:
+    def render(
+        self,
+        by_status: dict[str, int],
+        by_kind: dict[str, dict[str, int]],
+        by_queue: dict[str, dict[str, int]],
+    ) -> bytes:
         for status, n in by_status.items():
             self.jobs.labels(status).set(n)
         for kind, counts in by_kind.items():
             for status, n in counts.items():
                 self.jobs_by_kind.labels(kind, status).set(n)
+        for queue, counts in by_queue.items():
+            for status, n in counts.items():
+                self.jobs_by_queue.labels(queue, status).set(n)
         return generate_latest(self.registry)

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from leasehold.tokens import HashedToken
+
 # Bounds that keep one request from holding the coordinator hostage; see DESIGN.md.
 MAX_LEASE_SECONDS = 86_400.0
 MAX_WAIT_SECONDS = 30.0
 MAX_BODY_BYTES = 1024 * 1024
+MAX_SCHEDULE_GRACE_SECONDS = 600.0  # bounds how many runs one pass enqueues per schedule
+# A job's payload (and a completion's result), as compact JSON. Kept well under the body cap:
+# each lease hands the payload out again, and every row is read by listing and leasing.
+MAX_PAYLOAD_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +25,16 @@ class CoordinatorSettings:
     retry_base_seconds: float = 1.0
     retry_max_seconds: float = 3600.0
     reap_interval_seconds: float = 1.0
+    schedule_interval_seconds: float = 1.0  # how often due schedules are fired
+    # A fire time older than this when a scheduler first sees it was missed (every
+    # coordinator was down): handled by the schedule's catch_up instead of run as usual.
+    schedule_grace_seconds: float = 10.0
     max_body_bytes: int = MAX_BODY_BYTES
     sqlite_synchronous: str = "FULL"
     log_format: str = "auto"  # auto | json | console
     log_level: str = "info"
+    # Bearer tokens (hashed) and their roles; none means open access (loopback only, unless
+    # allow_open_access says otherwise).
+    tokens: tuple[HashedToken, ...] = ()
+    allow_open_access: bool = False
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES

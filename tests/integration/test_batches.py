@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from tests.http import Api
@@ -120,3 +121,19 @@ async def test_long_poll_times_out_with_204(api: Api) -> None:
     a = await api.post("/lease", {"worker_id": "w", "wait_seconds": 0.5})
     assert a.status == 204
     assert time.monotonic() - started >= 0.45
+
+
+async def test_an_abandoned_long_poll_leases_nothing(api: Api) -> None:
+    """A lessee that hung up before a job arrived is not handed one."""
+    abandoned = asyncio.create_task(api.post("/lease", {"worker_id": "gone", "wait_seconds": 20}))
+    await asyncio.sleep(0.3)  # let the long poll start waiting
+    abandoned.cancel()  # closes the connection
+    with contextlib.suppress(asyncio.CancelledError):
+        await abandoned
+    await asyncio.sleep(0.7)  # past the poll's 0.5 s recheck, which notices the hang-up
+    job = await api.enqueue("k")
+    await asyncio.sleep(0.3)
+    assert (await api.job(job["id"]))["status"] == "queued"
+    lease = await api.lease("present")
+    assert lease is not None
+    assert lease["job"]["id"] == job["id"]

@@ -16,9 +16,9 @@ import leasehold
 from leasehold.client import (
     Client,
     CompleteItem,
-    EnqueueItem,
     FailItem,
     ItemOutcome,
+    NewJob,
     RenewItem,
     RetryPolicy,
     SyncClient,
@@ -32,6 +32,7 @@ from leasehold.errors import (
     JobNotFound,
     LeaseExpired,
     LeaseholdError,
+    NotFound,
     PayloadTooLarge,
     ReportConflict,
     StaleToken,
@@ -179,33 +180,8 @@ async def test_enqueue_without_a_key_gets_one_so_a_retry_cannot_duplicate(client
     assert job.id != mine.id
 
 
-async def test_enqueue_many_answers_each_job_in_order(client: Client) -> None:
-    await client.enqueue("many", "seen", idempotency_key="many-seen")
-    answers = await client.enqueue_many(
-        [
-            EnqueueItem("many", "seen", idempotency_key="many-seen"),
-            EnqueueItem("many", {"n": 1}, max_attempts=2),
-            EnqueueItem("many-other", [1]),
-        ]
-    )
-    assert [(a.created, a.job.kind, a.job.payload) for a in answers] == [
-        (False, "many", "seen"),
-        (True, "many", {"n": 1}),
-        (True, "many-other", [1]),
-    ]
-    assert answers[1].job.max_attempts == 2
-    # Made-up keys, distinct per item, so a retried batch adds nothing twice.
-    keys = [a.job.idempotency_key for a in answers[1:]]
-    assert all(k and k.startswith("auto-") for k in keys)
-    assert len(set(keys)) == 2
-    with pytest.raises(IdempotencyConflict):
-        await client.enqueue_many([EnqueueItem("many", "other", idempotency_key="many-seen")])
-    with pytest.raises(InvalidRequest):  # refused before it is sent
-        await client.enqueue_many([])
-
-
 async def test_lease_with_max_jobs_answers_a_list_each_with_its_token(client: Client) -> None:
-    await client.enqueue_many([EnqueueItem("lease-many", n) for n in range(5)])
+    await client.enqueue_many([NewJob("lease-many", n) for n in range(5)])
     leases = await client.lease("w", kinds=["lease-many"], max_jobs=3)
     assert [lease.job.payload for lease in leases] == [0, 1, 2]
     assert all(lease.token == lease.job.lease_token == 1 for lease in leases)
@@ -214,7 +190,7 @@ async def test_lease_with_max_jobs_answers_a_list_each_with_its_token(client: Cl
 
 
 async def test_batch_reports_answer_each_item_with_the_single_calls_error(client: Client) -> None:
-    await client.enqueue_many([EnqueueItem("reports", n) for n in range(3)])
+    await client.enqueue_many([NewJob("reports", n) for n in range(3)])
     a, b, c = await client.lease("w", kinds=["reports"], max_jobs=3)
     renewed = await client.renew_many(
         [RenewItem(a.job.id, a.token, lease_seconds=60), RenewItem(b.job.id, b.token + 1)]
@@ -263,9 +239,9 @@ def test_sync_client_runs_the_same_calls(shared: Coordinator) -> None:
         assert [j.id for j in client.list(kind="sync", status="completed").jobs] == [job.id]
         with pytest.raises(StaleToken):
             client.renew(job.id, 99)
-        (second,) = client.enqueue_many([EnqueueItem("sync", 2)])
+        (second,) = client.enqueue_many([NewJob("sync", 2)])
         (lease,) = client.lease("w", kinds=["sync"], max_jobs=5)
-        assert [r.ok for r in client.complete_many([CompleteItem(second.job.id, lease.token)])] == [
+        assert [r.ok for r in client.complete_many([CompleteItem(second.id, lease.token)])] == [
             True
         ]
 
@@ -295,7 +271,8 @@ async def test_5xx_gives_up_after_the_policy_attempts() -> None:
         (409, "stale_token", StaleToken),
         (409, None, Conflict),
         (404, "job_not_found", JobNotFound),
-        (404, "not_found", LeaseholdError),  # a route that is not there: a wrong URL, not a job
+        # A route that is not there: a wrong URL, not a missing job (NotFound, not JobNotFound).
+        (404, "not_found", NotFound),
         (413, None, PayloadTooLarge),
         (422, "validation_error", InvalidRequest),
         (429, None, LeaseholdError),

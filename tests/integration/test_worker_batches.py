@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from leasehold.client import Client, EnqueueItem
+from leasehold.client import Client, NewJob
 from leasehold.model import Job, JobStatus
 from leasehold.worker import LeasedJob, Registry, Worker, WorkerSettings
 from tests.http import eventually
@@ -38,15 +38,14 @@ async def client(coordinator: Coordinator) -> AsyncIterator[Client]:
 
 
 def requests(coordinator: Coordinator, since: int = 0) -> Counter[str]:
-    """Requests the coordinator answered, by "METHOD /path" with job ids as {id}, counting
-    from log line ``since``."""
+    """Requests the coordinator answered, by "METHOD route" (e.g. "POST /lease",
+    "POST /jobs/{job_id}/complete"), counting from log line ``since``."""
     counts: Counter[str] = Counter()
     for line in coordinator.logs().splitlines()[since:]:
         with contextlib.suppress(json.JSONDecodeError):
             event = json.loads(line)
             if event.get("event") == "http.request":
-                parts = ["{id}" if p.isdigit() else p for p in event["path"].split("/")]
-                counts[f"{event['method']} {'/'.join(parts)}"] += 1
+                counts[f"{event['method']} {event['route']}"] += 1
     return counts
 
 
@@ -84,9 +83,7 @@ async def test_many_jobs_take_far_fewer_requests_than_three_each(
     coordinator: Coordinator, client: Client
 ) -> None:
     registry = Registry.of({"noop": lambda job: job.id})
-    ids = [
-        e.job.id for e in await client.enqueue_many([EnqueueItem("noop", n) for n in range(600)])
-    ]
+    ids = [j.id for j in await client.enqueue_many([NewJob("noop", n) for n in range(600)])]
     since = log_length(coordinator)
     async with running(Worker(registry, settings(coordinator.url, "noop", concurrency=50))):
         jobs = await all_done(client, ids)
@@ -96,7 +93,7 @@ async def test_many_jobs_take_far_fewer_requests_than_three_each(
     worker_requests = seen["POST /lease"] + seen["POST /batch/complete"]
     # One at a time, the worker would have sent a lease and a complete for each job.
     assert worker_requests < len(ids) / 5, seen
-    assert not seen["POST /jobs/{id}/complete"], seen
+    assert not seen["POST /jobs/{job_id}/complete"], seen
 
 
 async def test_leases_are_never_more_than_the_free_slots(
@@ -116,8 +113,8 @@ async def test_leases_are_never_more_than_the_free_slots(
         finally:
             running_now -= 1
 
-    items = [EnqueueItem("slots") for _ in range(12)]
-    ids = [e.job.id for e in await client.enqueue_many(items)]
+    items = [NewJob("slots") for _ in range(12)]
+    ids = [j.id for j in await client.enqueue_many(items)]
     worker = Worker(
         Registry.of({"slots": slow}),
         settings(coordinator.url, "slots", concurrency=3, lease_seconds=0.6),
@@ -139,7 +136,7 @@ async def test_one_stale_report_in_a_batch_does_not_fail_the_others(
         await go.wait()
         return job.token
 
-    ids = [e.job.id for e in await client.enqueue_many([EnqueueItem("stale") for _ in range(5)])]
+    ids = [j.id for j in await client.enqueue_many([NewJob("stale") for _ in range(5)])]
     worker = Worker(
         Registry.of({"stale": wait_for_go}),
         settings(coordinator.url, "stale", concurrency=5, lease_seconds=60),  # no renewals
@@ -178,7 +175,7 @@ async def test_a_refused_renewal_in_a_batch_cancels_only_its_own_job(
             raise
         return job.token
 
-    ids = [e.job.id for e in await client.enqueue_many([EnqueueItem("renew") for _ in range(4)])]
+    ids = [j.id for j in await client.enqueue_many([NewJob("renew") for _ in range(4)])]
     worker = Worker(
         Registry.of({"renew": hold}),
         settings(coordinator.url, "renew", concurrency=4, lease_seconds=0.9),
@@ -202,7 +199,7 @@ async def test_a_refused_renewal_in_a_batch_cancels_only_its_own_job(
     held = await client.get(victim)
     assert (held.status, held.lease_owner) == (JobStatus.RUNNING, "operator")
     seen = requests(coordinator, since)
-    assert not seen["POST /jobs/{id}/renew"], seen
+    assert not seen["POST /jobs/{job_id}/renew"], seen
 
 
 async def _true(value: bool) -> bool:

@@ -215,3 +215,22 @@ def test_fingerprint_tells_requests_apart() -> None:
     assert base != request_fingerprint("k", {"a": 1, "b": 2}, 5, None)
     assert base != request_fingerprint("j", {"a": 1, "b": 2}, None, None)
     assert base != request_fingerprint("k", {"a": 1, "b": 2}, None, T0)
+
+
+class TestFoundByTheStateMachine:
+    """Sequences tests/integration/test_state_machine.py found, pinned here."""
+
+    def test_an_expiry_that_requeues_clears_the_lease(self) -> None:
+        requeued = decide_expire(running(attempts=1, max_attempts=3), 1, T0 + timedelta(seconds=31))
+        assert requeued.job.status is JobStatus.QUEUED
+        assert requeued.job.lease_expires_at is None
+
+    def test_a_late_fail_on_a_job_the_reaper_buried_does_not_kill_it_twice(self) -> None:
+        expired_at = T0 + timedelta(seconds=31)
+        buried = decide_expire(running(attempts=3, max_attempts=3), 1, expired_at).job
+        assert buried.status is JobStatus.DEAD
+        late = fail(buried, 1, now=expired_at + timedelta(seconds=5))
+        assert late.changed and late.job.status is JobStatus.DEAD
+        assert late.job.last_error == "boom"  # the handler's own error is kept
+        assert late.job.finished_at == expired_at  # it died once, when the lease ran out
+        assert late.events == ("failed",)  # not a second "dead"

@@ -7,20 +7,26 @@ import contextlib
 import random
 from collections.abc import AsyncIterator
 
+import structlog
 from fastapi import FastAPI
 
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.limits import BodyLimit
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
+from leasehold.api.scheduling import router as scheduling_router
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
 from leasehold.core.reaper import Reaper
+from leasehold.core.scheduler import Scheduler
 from leasehold.core.service import JobService
 from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
+from leasehold.tokens import Authenticator
+
+log = structlog.get_logger("leasehold")
 
 
 def create_app(
@@ -38,19 +44,32 @@ def create_app(
         store,
         backoff=BackoffPolicy(settings.retry_base_seconds, settings.retry_max_seconds),
         rng=rng,
+        max_payload_bytes=settings.max_payload_bytes,
     )
+    authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
+    scheduler = Scheduler(
+        service, settings.schedule_interval_seconds, settings.schedule_grace_seconds
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await store.open()
-        task = asyncio.create_task(reaper.run(), name="leasehold-reaper")
+        if authenticator.open:
+            log.warning("auth.open", detail="no token configured: every caller is admin")
+        else:
+            log.info("auth.tokens", **{role.value: n for role, n in authenticator.counts().items()})
+        tasks = [
+            asyncio.create_task(reaper.run(), name="leasehold-reaper"),
+            asyncio.create_task(scheduler.run(), name="leasehold-scheduler"),
+        ]
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await store.close()
 
     app = FastAPI(
@@ -63,8 +82,11 @@ def create_app(
     app.add_middleware(RequestLog)
     app.state.settings = settings
     app.state.service = service
+    app.state.authenticator = authenticator
     app.state.reaper = reaper
+    app.state.scheduler = scheduler
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(scheduling_router)
     mount_dashboard(app)
     return app

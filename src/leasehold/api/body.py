@@ -1,4 +1,7 @@
-"""Request bodies are strict JSON: declared as JSON (or undeclared), NaN and Infinity refused."""
+"""The route class of every leasehold route: guarded first, then strict JSON bodies.
+
+Bodies are declared as JSON (or undeclared), and NaN and Infinity are refused.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import orjson
-from fastapi import Request, Response
+from fastapi import Depends, Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+from leasehold.api.auth import ADMIN, Allow, Guard, Public
+from leasehold.api.schemas import ErrorOut
 from leasehold.errors import UnsupportedMediaType
 
 _JSON = (b"content-type", b"application/json")
@@ -30,17 +37,76 @@ class StrictJSONRequest(Request):
         return self._json
 
 
-class StrictJSONRoute(APIRoute):
-    """Routes whose bodies are always parsed by StrictJSONRequest.json.
+def _error(description: str, **extra: Any) -> dict[str, Any]:
+    return {"model": ErrorOut, "description": description, **extra}
 
-    A body with no Content-Type is taken as JSON (curl and scripts often omit it); one
-    declared as anything else is refused with 415, rather than parsed leniently.
+
+_AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: _error(
+        "no bearer token, or a wrong one",
+        headers={"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer"}},
+    ),
+    403: _error("the token's role may not call this"),
+}
+_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    413: _error("the body, or the payload or result in it, is over its cap"),
+    415: _error("the body is not declared as JSON"),
+}
+# Declared whenever a route takes input, also so FastAPI does not add its own 422, whose
+# body is not ours.
+_INPUT_ERRORS: dict[int | str, dict[str, Any]] = {
+    422: _error("the input is not valid JSON or breaks the schema"),
+}
+
+
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return frozenset(names)
+
+
+class StrictJSONRoute(APIRoute):
+    """Routes that check who calls before anything else, and parse bodies strictly.
+
+    Each route declares one guard from ``leasehold.api.auth`` in its ``dependencies``; a
+    route that declares none is for admins only. The guard runs before the body is read.
+
+    A body is always parsed by StrictJSONRequest.json. A body with no Content-Type is taken
+    as JSON (curl and scripts often omit it); one declared as anything else is refused with
+    415, rather than parsed leniently.
+
+    The error answers that the guard and the body add are documented on the route here, so
+    the OpenAPI schema lists them for every route.
     """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        dependencies = list(kwargs.pop("dependencies", None) or ())
+        guards: list[Guard] = [
+            d.dependency for d in dependencies if isinstance(d.dependency, Allow | Public)
+        ]
+        if not guards:
+            guards = [ADMIN]  # fail closed
+            dependencies.append(Depends(ADMIN))
+        if len(set(map(id, guards))) > 1:
+            raise ValueError(f"route {path} declares more than one guard")
+        super().__init__(path, endpoint, dependencies=dependencies, **kwargs)
+        self.guard: Guard = guards[0]
+        self.query_names = _query_names(self.dependant)
+        documented = dict(_AUTH_ERRORS) if isinstance(self.guard, Allow) else {}
+        if self.body_field is not None:
+            documented |= _BODY_ERRORS
+        d = self.dependant
+        if self.body_field or d.path_params or d.query_params or d.header_params:
+            documented |= _INPUT_ERRORS
+        self.responses = documented | dict(self.responses)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def strict_handler(request: Request) -> Response:
+            self.guard.check(request)
+            self._refuse_unknown_query_parameters(request)
             scope = request.scope
             if self.body_field is not None:
                 content_type = request.headers.get("content-type")
@@ -51,3 +117,14 @@ class StrictJSONRoute(APIRoute):
             return await handler(StrictJSONRequest(scope, request.receive))
 
         return strict_handler
+
+    def _refuse_unknown_query_parameters(self, request: Request) -> None:
+        """Like an unknown body field: ``?stauts=dead`` must not quietly list every job."""
+        unknown = [name for name in request.query_params if name not in self.query_names]
+        if unknown:
+            raise RequestValidationError(
+                [
+                    {"type": "extra_forbidden", "loc": ("query", name), "msg": "unknown parameter"}
+                    for name in unknown
+                ]
+            )

@@ -12,10 +12,12 @@ from starlette.exceptions import HTTPException
 
 from leasehold.errors import (
     Conflict,
+    Forbidden,
     InvalidRequest,
-    JobNotFound,
     LeaseholdError,
+    NotFound,
     PayloadTooLarge,
+    Unauthorized,
     Unavailable,
     UnsupportedMediaType,
 )
@@ -23,12 +25,18 @@ from leasehold.errors import (
 log = structlog.get_logger("leasehold")
 
 STATUS_CODES: dict[type[LeaseholdError], int] = {
-    JobNotFound: 404,
+    NotFound: 404,
     Conflict: 409,
     InvalidRequest: 422,
     PayloadTooLarge: 413,
     UnsupportedMediaType: 415,
     Unavailable: 503,
+    Unauthorized: 401,
+    Forbidden: 403,
+}
+# Headers an error's answer must carry (RFC 6750: a 401 names the scheme it wants).
+HEADERS: dict[type[LeaseholdError], dict[str, str]] = {
+    Unauthorized: {"WWW-Authenticate": 'Bearer realm="leasehold"'},
 }
 
 _HTTP_CODES = {
@@ -55,21 +63,35 @@ def error_body(
     return body
 
 
+# Stands in for a field name the client made up: the name is its input, not our schema's.
+UNKNOWN_FIELD = "<unknown field>"
+
+
+def _scrubbed(error: dict[str, Any]) -> dict[str, Any]:
+    """Where and what, never the offending input, so no payload or secret is echoed back
+    (nor logged by whatever logs our answers)."""
+    loc = [str(part) for part in error.get("loc", ())]
+    if error.get("type") == "extra_forbidden" and loc:
+        loc[-1] = UNKNOWN_FIELD
+    msg = str(error.get("msg", ""))
+    given = error.get("input")
+    # Pydantic's messages describe the rule, but a few quote what they were given.
+    if isinstance(given, str) and len(given) >= 4 and given in msg:
+        msg = "invalid value"
+    return {"loc": loc, "msg": msg, "type": error.get("type")}
+
+
 def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
-    # Only where and what: the offending input is left out, so no payload or secret is echoed.
-    return [
-        {
-            "loc": [str(part) for part in e.get("loc", ())],
-            "msg": e.get("msg"),
-            "type": e.get("type"),
-        }
-        for e in exc.errors()
-    ]
+    return [_scrubbed(e) for e in exc.errors()]
 
 
 async def _on_leasehold_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LeaseholdError)
-    return JSONResponse(error_body(exc.code, exc.message), status_code=status_code_of(exc))
+    return JSONResponse(
+        error_body(exc.code, exc.message),
+        status_code=status_code_of(exc),
+        headers=HEADERS.get(type(exc)),
+    )
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -99,7 +121,9 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("request.error", method=request.method, path=request.url.path)
+    # The route's template, not the raw path: a path can carry anything a client typed.
+    route = getattr(request.scope.get("route"), "path", None)
+    log.exception("request.error", method=request.method, route=route)
     return JSONResponse(error_body("internal", "internal error"), status_code=500)
 
 

@@ -1,13 +1,31 @@
-"""One structured log line per request: method, path, status, duration."""
+"""One structured log line per request: method, route, job id, status, duration.
+
+The route is logged as its template (``/jobs/{job_id}/complete``) with the job id beside it
+when it is one of ours, never as the raw path: a path is client input, and a log must not
+keep whatever a client typed there (a token pasted in the wrong place, a payload).
+"""
 
 from __future__ import annotations
 
+import re
 import time
+from typing import Any
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = structlog.get_logger("leasehold")
+
+_ID = re.compile(r"[0-9]{1,18}")
+
+
+def _where(scope: Scope) -> dict[str, Any]:
+    route = scope.get("route")
+    fields: dict[str, Any] = {"route": getattr(route, "path", None)}
+    job_id = scope.get("path_params", {}).get("job_id")
+    if isinstance(job_id, str) and _ID.fullmatch(job_id):
+        fields["job_id"] = int(job_id)
+    return fields
 
 
 class RequestLog:
@@ -37,7 +55,7 @@ class RequestLog:
             getattr(log, level)(
                 "http.request",
                 method=scope["method"],
-                path=scope["path"],
+                **_where(scope),
                 status=status,
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
             )

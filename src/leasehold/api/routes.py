@@ -6,9 +6,18 @@ import dataclasses
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel
 
+from leasehold.api.auth import (
+    ADMIN,
+    HISTORY_READERS,
+    JOB_READERS,
+    PRODUCER,
+    PUBLIC,
+    READERS,
+    WORKER,
+)
 from leasehold.api.body import StrictJSONRoute
 from leasehold.api.schemas import (
     AttemptList,
@@ -52,9 +61,27 @@ router = APIRouter(route_class=StrictJSONRoute)
 
 _JSON = "application/json"
 _ID = re.compile(r"[0-9]{1,18}")
-_ERRORS: dict[int | str, dict[str, object]] = {
-    code: {"model": ErrorOut} for code in (404, 409, 413, 422)
+_WHY = {
+    404: "no job has that id",
+    409: "the job's state or the token forbids it",
+    503: "the database is unavailable; retry",
 }
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, object]]:
+    """The domain errors a route answers with (the guard's and the input's are added by
+    StrictJSONRoute), so the OpenAPI schema lists every status a route can send."""
+    return {code: {"model": ErrorOut, "description": _WHY[code]} for code in (*codes, 503)}
+
+
+# Who may call what: one guard per route (see api/auth.py; undeclared means admin only).
+_PUBLIC = [Depends(PUBLIC)]
+_PRODUCER = [Depends(PRODUCER)]
+_WORKER = [Depends(WORKER)]
+_JOB_READERS = [Depends(JOB_READERS)]
+_HISTORY_READERS = [Depends(HISTORY_READERS)]
+_READERS = [Depends(READERS)]
+_ADMIN = [Depends(ADMIN)]
 
 
 def reply(model: BaseModel, status_code: int = 200) -> Response:
@@ -71,16 +98,16 @@ def service_of(request: Request) -> JobService:
 def parse_job_id(raw: str) -> int:
     """Ids are opaque to clients; anything that is not one of ours is simply not found."""
     if not _ID.fullmatch(raw):
-        raise JobNotFound(f"no job has id {raw[:40]!r}")
+        raise JobNotFound("no job has that id")  # the raw id is not echoed: it is input
     return int(raw)
 
 
-@router.get("/health", response_model=Health)
+@router.get("/health", response_model=Health, dependencies=_PUBLIC)
 async def health() -> Health:
     return Health(status="ok")
 
 
-@router.get("/stats", response_model=StatsOut)
+@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_READERS)
 async def stats(request: Request) -> Response:
     figures = await service_of(request).stats()
     return reply(StatsOut.model_validate(dataclasses.asdict(figures)))
@@ -89,12 +116,16 @@ async def stats(request: Request) -> Response:
 @router.get(
     "/metrics",
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"}},
+    responses={
+        200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"},
+        **errors(),
+    },
+    dependencies=_READERS,
 )
 async def metrics(request: Request) -> Response:
     service = service_of(request)
     figures = await service.stats()
-    body = service.metrics.render(figures.by_status, figures.by_kind)
+    body = service.metrics.render(figures.by_status, figures.by_kind, figures.by_queue)
     return Response(body, media_type=CONTENT_TYPE)
 
 
@@ -102,7 +133,8 @@ async def metrics(request: Request) -> Response:
     "/jobs",
     status_code=201,
     response_model=JobOut,
-    responses={200: {"model": JobOut, "description": "the key was used before"}, **_ERRORS},
+    responses={200: {"model": JobOut, "description": "the key was used before"}, **errors()},
+    dependencies=_PRODUCER,
 )
 async def enqueue(
     body: EnqueueRequest,
@@ -117,7 +149,15 @@ async def enqueue(
             )
         key = idempotency_key
     inserted = await service_of(request).enqueue(
-        Enqueue(body.kind, body.payload, body.max_attempts, body.run_after, key)
+        Enqueue(
+            body.kind,
+            body.payload,
+            body.max_attempts,
+            body.run_after,
+            key,
+            body.priority,
+            body.queue,
+        )
     )
     return reply_json(job_wire(inserted.job), 201 if inserted.created else 200)
 
@@ -125,13 +165,22 @@ async def enqueue(
 @router.post(
     "/jobs/batch",
     response_model=BatchEnqueueOut,
-    responses=_ERRORS,
+    responses=errors(),
+    dependencies=_PRODUCER,
 )
 async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response:
     """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none."""
     inserted = await service_of(request).enqueue_many(
         [
-            Enqueue(j.kind, j.payload, j.max_attempts, j.run_after, j.idempotency_key)
+            Enqueue(
+                j.kind,
+                j.payload,
+                j.max_attempts,
+                j.run_after,
+                j.idempotency_key,
+                j.priority,
+                j.queue,
+            )
             for j in body.jobs
         ]
     )
@@ -141,7 +190,8 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
 @router.post(
     "/lease",
     response_model=LeaseOut | LeaseBatchOut,
-    responses={204: {"description": "no job is available"}, **_ERRORS},
+    responses={204: {"description": "no job is available"}, **errors()},
+    dependencies=_WORKER,
 )
 async def lease(body: LeaseRequest, request: Request) -> Response:
     service = service_of(request)
@@ -152,6 +202,8 @@ async def lease(body: LeaseRequest, request: Request) -> Response:
         body.kinds,
         max_jobs=body.max_jobs or 1,
         wait_seconds=body.wait_seconds,
+        queues=body.queues,
+        gone=request.is_disconnected,
     )
     if not jobs:
         return Response(status_code=204)
@@ -166,28 +218,32 @@ def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Respo
     return reply_json({"results": results})
 
 
-@router.post("/batch/renew", response_model=BatchResultOut, responses=_ERRORS)
+@router.post(
+    "/batch/renew", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER
+)
 async def renew_batch(body: BatchRenewRequest, request: Request) -> Response:
     items = [Renew(i.id, i.token, i.lease_seconds) for i in body.items]
     answers = await service_of(request).renew_many(items)
     return _batch_results([i.id for i in body.items], answers)
 
 
-@router.post("/batch/complete", response_model=BatchResultOut, responses=_ERRORS)
+@router.post(
+    "/batch/complete", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER
+)
 async def complete_batch(body: BatchCompleteRequest, request: Request) -> Response:
     items = [Complete(i.id, i.token, i.result) for i in body.items]
     answers = await service_of(request).complete_many(items)
     return _batch_results([i.id for i in body.items], answers)
 
 
-@router.post("/batch/fail", response_model=BatchResultOut, responses=_ERRORS)
+@router.post("/batch/fail", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER)
 async def fail_batch(body: BatchFailRequest, request: Request) -> Response:
     items = [Fail(i.id, i.token, i.error, i.retryable, i.retry_after_seconds) for i in body.items]
     answers = await service_of(request).fail_many(items)
     return _batch_results([i.id for i in body.items], answers)
 
 
-@router.get("/jobs", response_model=JobPage, responses=_ERRORS)
+@router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=_READERS)
 async def list_jobs(
     request: Request,
     status: JobStatus | None = None,
@@ -205,7 +261,7 @@ async def list_jobs(
     return reply(JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
 
 
-@router.post("/jobs/requeue", response_model=RequeueCount, responses=_ERRORS)
+@router.post("/jobs/requeue", response_model=RequeueCount, responses=errors(), dependencies=_ADMIN)
 async def requeue_dead(body: BulkRequeueRequest, request: Request) -> Response:
     moved = await service_of(request).requeue_dead(
         DeadFilter(body.kind, body.error_contains, body.limit)
@@ -213,31 +269,47 @@ async def requeue_dead(body: BulkRequeueRequest, request: Request) -> Response:
     return reply(RequeueCount(requeued=moved))
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut, responses=_ERRORS)
+@router.get(
+    "/jobs/{job_id}", response_model=JobOut, responses=errors(404), dependencies=_JOB_READERS
+)
 async def get_job(job_id: str, request: Request) -> Response:
     return reply(JobOut.of(await service_of(request).get(parse_job_id(job_id))))
 
 
-@router.get("/jobs/{job_id}/attempts", response_model=AttemptList, responses=_ERRORS)
+@router.get(
+    "/jobs/{job_id}/attempts",
+    response_model=AttemptList,
+    responses=errors(404),
+    dependencies=_HISTORY_READERS,
+)
 async def job_attempts(job_id: str, request: Request) -> Response:
     jid = parse_job_id(job_id)
     attempts = await service_of(request).attempts(jid)
     return reply(AttemptList(job_id=jid, attempts=[AttemptOut.of(a) for a in attempts]))
 
 
-@router.post("/jobs/{job_id}/renew", response_model=JobOut, responses=_ERRORS)
+@router.post(
+    "/jobs/{job_id}/renew", response_model=JobOut, responses=errors(404, 409), dependencies=_WORKER
+)
 async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
     job = await service_of(request).renew(parse_job_id(job_id), body.token, body.lease_seconds)
     return reply_json(job_wire(job))
 
 
-@router.post("/jobs/{job_id}/complete", response_model=JobOut, responses=_ERRORS)
+@router.post(
+    "/jobs/{job_id}/complete",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    dependencies=_WORKER,
+)
 async def complete(job_id: str, body: CompleteRequest, request: Request) -> Response:
     job = await service_of(request).complete(parse_job_id(job_id), body.token, body.result)
     return reply_json(job_wire(job))
 
 
-@router.post("/jobs/{job_id}/fail", response_model=JobOut, responses=_ERRORS)
+@router.post(
+    "/jobs/{job_id}/fail", response_model=JobOut, responses=errors(404, 409), dependencies=_WORKER
+)
 async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
     job = await service_of(request).fail(
         parse_job_id(job_id),
@@ -249,12 +321,34 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
     return reply_json(job_wire(job))
 
 
-@router.post("/jobs/{job_id}/release", response_model=JobOut, responses=_ERRORS)
+@router.post(
+    "/jobs/{job_id}/release",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    dependencies=_WORKER,
+)
 async def release(job_id: str, body: ReleaseRequest, request: Request) -> Response:
     job = await service_of(request).release(parse_job_id(job_id), body.token)
     return reply_json(job_wire(job))
 
 
-@router.post("/jobs/{job_id}/requeue", response_model=JobOut, responses=_ERRORS)
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    dependencies=_PRODUCER,
+)
+async def cancel(job_id: str, request: Request) -> Response:
+    """Queued and dead jobs are cancelled at once; a running job is marked, and ends
+    cancelled at its holder's next report (its renewals answer 409 job_cancelled)."""
+    return reply(JobOut.of(await service_of(request).cancel(parse_job_id(job_id))))
+
+
+@router.post(
+    "/jobs/{job_id}/requeue",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    dependencies=_ADMIN,
+)
 async def requeue(job_id: str, request: Request) -> Response:
     return reply(JobOut.of(await service_of(request).requeue(parse_job_id(job_id))))

@@ -43,6 +43,9 @@ def job_wire(job: Job) -> dict[str, Any]:
         "last_error": job.last_error,
         "leased_at": job.leased_at,
         "finished_at": job.finished_at,
+        "priority": job.priority,
+        "queue": job.queue,
+        "cancel_requested": job.cancel_requested,
     }
 
 

@@ -24,15 +24,13 @@ Batches (``enqueue_many``, ``lease(..., max_jobs=N)``, ``renew_many``, ``complet
 from leasehold.client._answers import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
 from leasehold.client._client import Client
 from leasehold.client._items import (
-    MAX_BATCH,
     CompleteItem,
-    Enqueued,
-    EnqueueItem,
     FailItem,
     ItemOutcome,
     ItemResult,
     RenewItem,
 )
+from leasehold.client._new import MAX_BATCH, NewJob
 from leasehold.client._sync import SyncClient
 from leasehold.retry import NO_RETRY, RetryPolicy
 
@@ -42,13 +40,12 @@ __all__ = [
     "NO_RETRY",
     "Client",
     "CompleteItem",
-    "EnqueueItem",
-    "Enqueued",
     "FailItem",
     "ItemOutcome",
     "ItemResult",
     "JobPage",
     "Lease",
+    "NewJob",
     "RenewItem",
     "RetryPolicy",
     "SyncClient",

@@ -1,4 +1,4 @@
-"""Batches: what goes into one (enqueue, renew, complete, fail items) and what comes back.
+"""Batch reports: what goes into one (renew, complete, fail items) and what comes back.
 
 A batch report is answered item by item: one stale token fails its own item, never the
 others. ``ItemResult.error`` is the same error type the single call would have raised
@@ -9,36 +9,12 @@ answer exactly as they treat the single calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from leasehold.client._answers import drop_none, error_from_code, parse_job
 from leasehold.errors import Conflict, JobNotFound, LeaseholdError, StaleToken
 from leasehold.model import JSON, Job
-
-# The coordinator's cap on the items of one batch request (DESIGN.md §9).
-MAX_BATCH = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class EnqueueItem:
-    """One job of ``Client.enqueue_many``; what is not given takes the coordinator's
-    default, as with ``Client.enqueue``."""
-
-    kind: str
-    payload: JSON = None
-    max_attempts: int | None = None
-    run_after: datetime | None = None
-    idempotency_key: str | None = None
-
-    def wire(self, default_key: str) -> dict[str, Any]:
-        return drop_none(
-            kind=self.kind,
-            max_attempts=self.max_attempts,
-            run_after=self.run_after.isoformat() if self.run_after else None,
-            idempotency_key=self.idempotency_key or default_key,
-        ) | {"payload": self.payload}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +53,6 @@ class FailItem:
             retryable=self.retryable,
             retry_after_seconds=self.retry_after_seconds,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Enqueued:
-    """One job of an ``enqueue_many`` answer; ``created`` is False when its idempotency key
-    had been used before and ``job`` is the job stored then."""
-
-    job: Job
-    created: bool
 
 
 class ItemOutcome(StrEnum):

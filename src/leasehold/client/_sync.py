@@ -59,7 +59,15 @@ class SyncClient:
         return cls(url, token=os.environ.get("LEASEHOLD_TOKEN"))
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            # Interrupted while waiting (Ctrl+C in a script): cancel the call on the loop
+            # thread too, or close() would find it still pending and the loop would be
+            # closed under it ("Task was destroyed but it is pending").
+            future.cancel()
+            raise
 
     def close(self) -> None:
         if self._loop.is_closed():
@@ -96,3 +104,11 @@ class SyncClient:
     requeue_dead = _blocking(Client.requeue_dead)
     stats = _blocking(Client.stats)
     list = _blocking(Client.list)
+    cancel = _blocking(Client.cancel)
+    put_schedule = _blocking(Client.put_schedule)
+    schedules = _blocking(Client.schedules)
+    get_schedule = _blocking(Client.get_schedule)
+    delete_schedule = _blocking(Client.delete_schedule)
+    put_limit = _blocking(Client.put_limit)
+    delete_limit = _blocking(Client.delete_limit)
+    limits = _blocking(Client.limits)

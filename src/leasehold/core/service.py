@@ -6,17 +6,19 @@ import asyncio
 import collections
 import contextlib
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
+import orjson
 import structlog
 
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
+    decide_cancel,
     decide_complete,
     decide_expire,
     decide_fail,
@@ -25,14 +27,15 @@ from leasehold.core.transitions import (
     decide_requeue,
     request_fingerprint,
 )
-from leasehold.errors import JobNotFound, LeaseholdError
+from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
 from leasehold.metrics import Metrics
-from leasehold.model import JSON, Attempt, Job, JobStatus
+from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
     DeadFilter,
     Decide,
     Inserted,
     JobFilter,
+    KindLimit,
     LeaseRequest,
     NewJob,
     Store,
@@ -54,6 +57,8 @@ class Enqueue:
     max_attempts: int | None = None
     run_after: datetime | None = None
     idempotency_key: str | None = None
+    priority: int | None = None
+    queue: str | None = None
 
     def new_job(self) -> NewJob:
         return NewJob(
@@ -63,8 +68,15 @@ class Enqueue:
             run_after=self.run_after,
             idempotency_key=self.idempotency_key,
             request_hash=request_fingerprint(
-                self.kind, self.payload, self.max_attempts, self.run_after
+                self.kind,
+                self.payload,
+                self.max_attempts,
+                self.run_after,
+                self.priority,
+                self.queue,
             ),
+            priority=self.priority or 0,
+            queue=self.queue or DEFAULT_QUEUE,
         )
 
 
@@ -98,8 +110,14 @@ class Waiter:
 
     request: LeaseRequest
     future: asyncio.Future[list[Job] | None]
+    gone: Callable[[], Awaitable[bool]] | None = None  # whether its connection has closed
     waiting: bool = False  # in ``Wakeup.wait``, not looking for itself: may be handed jobs
     claimed: bool = False  # an enqueue is leasing for it: it must take what that brings
+
+
+def _matches(request: LeaseRequest, job: NewJob) -> bool:
+    kinds, queues = request.kinds, request.queues
+    return (kinds is None or job.kind in kinds) and (queues is None or job.queue in queues)
 
 
 class Wakeup:
@@ -121,22 +139,22 @@ class Wakeup:
                 waiter.future.set_result(None)
                 left -= 1
 
-    def claim(self, kinds: set[str], jobs: int) -> list[Waiter]:
-        """Waiting lessees that would take jobs of these kinds, longest-waiting first,
-        until they ask for ``jobs`` in all; each must then be ``hand``-ed its jobs."""
+    def claim(self, due: Sequence[NewJob]) -> list[Waiter]:
+        """Waiting lessees that would lease some of these jobs (kind and queue), longest
+        waiting first, until they ask for as many; each must then be ``hand``-ed its jobs."""
+        wanted = len(due)
         claimed: list[Waiter] = []
         for waiter in list(self._waiters):
-            if jobs <= 0:
+            if wanted <= 0:
                 break
-            wanted = waiter.request.kinds
             if not waiter.waiting or waiter.future.done():
                 continue
-            if wanted is not None and kinds.isdisjoint(wanted):
+            if not any(_matches(waiter.request, job) for job in due):
                 continue
             self._waiters.remove(waiter)
             waiter.claimed = True
             claimed.append(waiter)
-            jobs -= waiter.request.max_jobs
+            wanted -= waiter.request.max_jobs
         return claimed
 
     @property
@@ -149,10 +167,12 @@ class Wakeup:
         if not waiter.future.done():
             waiter.future.set_result(jobs)
 
-    def register(self, request: LeaseRequest) -> Waiter:
+    def register(
+        self, request: LeaseRequest, gone: Callable[[], Awaitable[bool]] | None = None
+    ) -> Waiter:
         """Join the queue of waiters now, before looking for work, so that a notify sent
         while the lessee is still looking is not lost."""
-        waiter = Waiter(request, asyncio.get_running_loop().create_future())
+        waiter = Waiter(request, asyncio.get_running_loop().create_future(), gone)
         self._waiters.append(waiter)
         return waiter
 
@@ -191,13 +211,30 @@ class JobService:
         *,
         backoff: BackoffPolicy | None = None,
         rng: random.Random | None = None,
+        max_payload_bytes: int | None = None,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
         self.rng = rng or random.Random()
+        self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
         self.metrics = Metrics()
+        self.stopping = False
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
+
+    def stop_waiting(self) -> None:
+        """The coordinator is shutting down: long polls answer now (with whatever they
+        have) instead of holding the shutdown until they time out."""
+        self.stopping = True
+        self.wakeup.notify()
+
+    def oversize(self, what: str, value: JSON) -> PayloadTooLarge | None:
+        # Measured as stored: compact JSON. The body cap alone would let a payload nearly
+        # as large as the body through; this one bounds what each row costs to keep and to
+        # hand out again on every lease.
+        if self.max_payload_bytes is None or len(orjson.dumps(value)) <= self.max_payload_bytes:
+            return None
+        return PayloadTooLarge(f"the {what} is over {self.max_payload_bytes} bytes (as JSON)")
 
     # -- producers ----------------------------------------------------------------------
 
@@ -206,14 +243,17 @@ class JobService:
         return inserted
 
     async def enqueue_many(self, requests: Sequence[Enqueue]) -> list[Inserted]:
-        """All in one transaction: a conflicting idempotency key inserts none of them.
+        """All in one transaction: a conflicting idempotency key inserts none of them, and
+        neither does a payload over the cap.
 
-        Lessees waiting for jobs of these kinds have their leases made in the same commit
-        (one fsync from enqueue to start instead of two); the others are woken to look.
+        Lessees waiting for jobs of these kinds and queues have their leases made in the
+        same commit (one fsync from enqueue to start instead of two); others are woken.
         """
+        for r in requests:
+            if too_large := self.oversize("payload", r.payload):
+                raise too_large
         new_jobs = [r.new_job() for r in requests]
-        due = [j for j in new_jobs if j.run_after is None]
-        claimed = self.wakeup.claim({j.kind for j in due}, len(due)) if due else []
+        claimed = await self._claim_waiters([j for j in new_jobs if j.run_after is None])
         handed = 0
         if claimed:
             both = await self.store.job_insert_and_lease(new_jobs, [w.request for w in claimed])
@@ -234,6 +274,16 @@ class JobService:
         self.metrics.enqueued(created)
         return inserted
 
+    async def _claim_waiters(self, due: Sequence[NewJob]) -> list[Waiter]:
+        """Waiting lessees that would lease some of these jobs, except those whose
+        connection has closed: a lease made for them would sit unused until it expired."""
+        claimed = self.wakeup.claim(due)
+        for waiter in list(claimed):
+            if waiter.gone is not None and await waiter.gone():
+                claimed.remove(waiter)
+                self.wakeup.hand(waiter, None)  # it looks again, sees it is gone, and ends
+        return claimed
+
     # -- workers ------------------------------------------------------------------------
 
     async def lease(
@@ -244,23 +294,40 @@ class JobService:
         *,
         max_jobs: int = 1,
         wait_seconds: float = 0.0,
+        queues: Sequence[str] | None = None,
+        gone: Callable[[], Awaitable[bool]] | None = None,
     ) -> list[Job]:
-        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first."""
+        """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
+
+        ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
+        long poll asks it before each new look, so that no job is leased to nobody.
+        """
         request = LeaseRequest(
-            worker_id, lease_seconds, tuple(kinds) if kinds is not None else None, max_jobs
+            worker_id,
+            lease_seconds,
+            tuple(kinds) if kinds is not None else None,
+            max_jobs,
+            tuple(queues) if queues is not None else None,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
+        waiting = False
         while True:
-            waiter = self.wakeup.register(request) if wait_seconds > 0 else None
+            waiter = self.wakeup.register(request, gone) if wait_seconds > 0 else None
             try:
                 jobs = await self.store.job_lease(request)
                 remaining = deadline - loop.time()
-                if jobs or remaining <= 0 or waiter is None:
+                if jobs or remaining <= 0 or waiter is None or self.stopping:
                     break
+                if not waiting:
+                    waiting = True
+                    log.debug("lease.waiting", worker_id=worker_id, wait_seconds=wait_seconds)
                 handed = await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
                 if handed:
                     jobs = handed
+                    break
+                if gone is not None and await gone():
+                    jobs = []
                     break
             finally:
                 if waiter is not None:
@@ -300,9 +367,15 @@ class JobService:
         )
 
     async def complete_many(self, items: Sequence[Complete]) -> list[Job | LeaseholdError]:
-        return await self._decide_many(
-            [(i.job_id, i.token, partial(_complete, i.token, i.result)) for i in items]
-        )
+        """A result over the cap is refused on its own, like any other item's error."""
+        refused = {n: e for n, i in enumerate(items) if (e := self.oversize("result", i.result))}
+        accepted = [
+            (i.job_id, i.token, partial(_complete, i.token, i.result))
+            for n, i in enumerate(items)
+            if n not in refused
+        ]
+        decided = iter(await self._decide_many(accepted) if accepted else [])
+        return [refused[n] if n in refused else next(decided) for n in range(len(items))]
 
     async def fail_many(self, items: Sequence[Fail]) -> list[Job | LeaseholdError]:
         return await self._decide_many(
@@ -346,6 +419,24 @@ class JobService:
 
     async def requeue(self, job_id: int) -> Job:
         return await self._decide(job_id, None, _requeue)
+
+    async def cancel(self, job_id: int) -> Job:
+        """Cancel a job: at once unless it is running (then at its holder's next report)."""
+        return await self._decide(job_id, None, _cancel)
+
+    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
+        limit = await self.store.limit_put(kind, max_running)
+        log.info("limit.set", kind=kind, max_running=max_running)
+        return limit
+
+    async def limit_delete(self, kind: str) -> None:
+        if not await self.store.limit_delete(kind):
+            raise LimitNotFound("no concurrency limit is set for that kind")
+        log.info("limit.removed", kind=kind)
+        self.wakeup.notify()  # jobs held back by the limit may be leased now
+
+    async def limits(self) -> list[KindLimit]:
+        return await self.store.limit_list()
 
     async def requeue_dead(self, query: DeadFilter) -> int:
         """Requeue the dead jobs matching the filter; how many moved."""
@@ -447,11 +538,16 @@ def _requeue(job: Job, now: datetime) -> Outcome:
     return decide_requeue(job, now)
 
 
+def _cancel(job: Job, now: datetime) -> Outcome:
+    return decide_cancel(job, now)
+
+
 def _fields(job: Job, token: int | None = None) -> dict[str, object]:
     """The fields every log line about a job carries (never its payload)."""
     return {
         "job_id": job.id,
         "kind": job.kind,
+        "queue": job.queue,
         "attempt": job.attempts,
         "worker_id": job.lease_owner,
         "token": token if token is not None else job.lease_token,
@@ -467,6 +563,8 @@ _EVENT_NAMES = {
     "released": "job.released",
     "requeued": "job.requeued",
     "stale_token": "token.stale",
+    "cancelled": "job.cancelled",
+    "cancel_requested": "job.cancel_requested",
 }
 
 

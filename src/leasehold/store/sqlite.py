@@ -23,21 +23,30 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from leasehold.core.clock import Clock, SystemClock
+from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
     DeadFilter,
     Decide,
     Expired,
+    Fired,
+    FirstFire,
     Inserted,
     InsertedAndLeased,
     JobFilter,
+    KindLimit,
     LeaseRequest,
     NewJob,
+    PlanFires,
     StatsSnapshot,
+    lease_order,
+    scheduled_job,
 )
 from leasehold.store.migrations import migrations
+from leasehold.store.sqlite_pick import PLAIN, oldest_available, pick
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
@@ -46,16 +55,17 @@ SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
 _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
-_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (7 variables each)
+_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (9 variables each)
 # The write of a decision, guarded by the token and status it was decided on.
 _GUARDED_WRITE: Final = (
     "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
     " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
-    " last_error = ?, report = ? WHERE id = ? AND lease_token = ? AND status = ?"
+    " last_error = ?, report = ?, cancel_requested = ?"
+    " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
 
@@ -89,6 +99,9 @@ def _job(row: tuple[Any, ...]) -> Job:
         result=orjson.loads(row[16]) if row[16] is not None else None,
         last_error=row[17],
         report=Report(row[18]) if row[18] is not None else None,
+        priority=row[19],
+        queue=row[20],
+        cancel_requested=bool(row[21]),
     )
 
 
@@ -104,6 +117,7 @@ def _write_params(before: Job, after: Job) -> tuple[Any, ...]:
         orjson.dumps(after.result).decode() if after.result is not None else None,
         after.last_error,
         after.report,
+        after.cancel_requested,
         before.id,
         before.lease_token,
         before.status,
@@ -199,9 +213,6 @@ class SqliteStore:
         conn.execute("PRAGMA foreign_keys = ON")
         self._migrate(conn)
         return conn
-
-    # Queries name their index (INDEXED BY): without ANALYZE statistics SQLite prefers
-    # jobs_status for "status = 'queued'" and then sorts every queued job.
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
@@ -299,9 +310,14 @@ class SqliteStore:
     async def job_insert_many(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         return await self._call(lambda conn: self._insert(conn, jobs))
 
-    def _insert(self, conn: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[Inserted]:
-        # Statements per batch, not per job: the used keys are read in one query and the
-        # new jobs written by multi-row INSERTs; SQLite numbers rows in VALUES order.
+    def _insert(
+        self, conn: sqlite3.Connection, jobs: Sequence[NewJob], *, compare: bool = True
+    ) -> list[Inserted]:
+        """``compare=False``: a used key is taken as this job, whatever its request.
+
+        Statements per batch, not per job: the used keys are read in one query and the new
+        jobs written by multi-row INSERTs (SQLite numbers the rows in VALUES order).
+        """
         now = self._clock.now().timestamp()
         keys = [j.idempotency_key for j in jobs if j.idempotency_key is not None]
         known = self._read_keys(conn, keys) if keys else {}
@@ -317,10 +333,11 @@ class SqliteStore:
                 fresh.append(new)
                 continue
             seen = known[key] if key in known else fresh[pending[key]]
-            if seen.request_hash != new.request_hash:
+            if compare and seen.request_hash != new.request_hash:
+                # The key itself is not quoted: it is client input (DESIGN.md §10).
                 used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
                 raise IdempotencyConflict(
-                    f"idempotency key {key!r} was used for {used_by} with a different request"
+                    f"the idempotency key was used for {used_by} with a different request"
                 )
             answers.append(seen if isinstance(seen, Job) else pending[key])
         created = self._insert_rows(conn, fresh, now)
@@ -355,7 +372,7 @@ class SqliteStore:
         created_at = datetime.fromtimestamp(now, UTC)
         for start in range(0, len(fresh), _INSERT_CHUNK):
             chunk = fresh[start : start + _INSERT_CHUNK]
-            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?)"] * len(chunk))
+            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             rows: list[tuple[NewJob, str, float]] = []
             params: list[Any] = []
             for new in chunk:
@@ -369,10 +386,12 @@ class SqliteStore:
                     now,
                     new.idempotency_key,
                     new.request_hash,
+                    new.priority,
+                    new.queue,
                 )
             ids = conn.execute(
                 "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                f" idempotency_key, request_hash) VALUES {values} RETURNING id",
+                f" idempotency_key, request_hash, priority, queue) VALUES {values} RETURNING id",
                 params,
             ).fetchall()
             # The jobs as a read would return them, built from what was written.
@@ -389,6 +408,8 @@ class SqliteStore:
                         created_at=created_at,
                         idempotency_key=new.idempotency_key,
                         request_hash=new.request_hash,
+                        priority=new.priority,
+                        queue=new.queue,
                     )
                 )
         return created
@@ -414,42 +435,27 @@ class SqliteStore:
 
     def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
         now = self._clock.now().timestamp()
-        if request.kinds is None:
-            pick = (
-                "SELECT id FROM jobs INDEXED BY jobs_queued"
-                " WHERE status = 'queued' AND run_after <= :now"
-                " ORDER BY run_after, id LIMIT :n"
-            )
-            params: dict[str, Any] = {"now": now, "n": request.max_jobs}
-        else:
-            # One index range per kind, merged here: an IN list over kinds would make
-            # SQLite sort every queued job of those kinds.
-            heads: list[tuple[float, int]] = []
-            for kind in dict.fromkeys(request.kinds):  # a kind named twice is one range
-                heads += conn.execute(
-                    "SELECT run_after, id FROM jobs INDEXED BY jobs_queued_kind"
-                    " WHERE status = 'queued' AND kind = ?"
-                    " AND run_after <= ? ORDER BY run_after, id LIMIT ?",
-                    (kind, now, request.max_jobs),
-                ).fetchall()
-            ids = [job_id for _, job_id in sorted(heads)[: request.max_jobs]]
-            if not ids:
-                return []
-            pick = ",".join(str(int(i)) for i in ids)
-            params = {"now": now}
+        ids = pick(conn, request, now)
+        if ids == []:
+            return []
+        # The ids as one parameter, so the statement text never changes: SQLite then
+        # reuses its compiled form (compiling it anew costs more than running it).
+        chosen = PLAIN if ids is None else "SELECT value FROM json_each(:ids)"
         rows = conn.execute(
             "UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
-            f" WHERE id IN ({pick}) AND status = 'queued' RETURNING {_COLUMNS}",
-            params
-            | {
+            f" WHERE id IN ({chosen}) AND status = 'queued' RETURNING {_COLUMNS}",
+            {
+                "ids": orjson.dumps(ids).decode(),
+                "n": request.max_jobs,
+                "now": now,
                 "owner": request.worker_id,
                 "expires": now + request.lease_seconds,
                 "seconds": request.lease_seconds,
             },
         ).fetchall()
-        jobs = sorted((_job(r) for r in rows), key=lambda j: (j.run_after, j.id))
+        jobs = sorted((_job(r) for r in rows), key=lease_order)
         conn.executemany(
             "INSERT INTO attempts (job_id, token, worker_id, leased_at, outcome)"
             " VALUES (?, ?, ?, ?, 'running')",
@@ -601,11 +607,13 @@ class SqliteStore:
         def op(conn: sqlite3.Connection) -> StatsSnapshot:
             now = self._clock.now()
             second = int(now.timestamp())
-            counts = {
-                (kind, JobStatus(status)): n
-                for kind, status, n in conn.execute("SELECT kind, status, n FROM job_counts")
-                if n
-            }
+            counts: Counter[tuple[str, JobStatus]] = Counter()
+            queue_counts: Counter[tuple[str, JobStatus]] = Counter()
+            for queue_name, kind, status, n in conn.execute(
+                "SELECT queue, kind, status, n FROM job_counts WHERE n <> 0"
+            ):
+                counts[kind, JobStatus(status)] += n
+                queue_counts[queue_name, JobStatus(status)] += n
             totals = {
                 (name, kind): n
                 for name, kind, n in conn.execute("SELECT name, kind, value FROM counters")
@@ -618,12 +626,10 @@ class SqliteStore:
                     (second - window,),
                 )
                 window_sums[window] = {(name, kind): (n, total) for name, kind, n, total in rows}
-            (oldest,) = conn.execute(
-                "SELECT min(run_after) FROM jobs INDEXED BY jobs_queued"
-                " WHERE status = 'queued' AND run_after <= ?",
-                (now.timestamp(),),
-            ).fetchone()
-            return StatsSnapshot(now, counts, totals, window_sums, _dt(oldest))
+            oldest = oldest_available(conn, now.timestamp())
+            return StatsSnapshot(
+                now, dict(counts), totals, window_sums, _dt(oldest), dict(queue_counts)
+            )
 
         return await self._call(op)
 
@@ -640,6 +646,45 @@ class SqliteStore:
             return {(name, kind): value for name, kind, value in rows}
 
         return await self._call(op)
+
+    # -- schedules and limits -----------------------------------------------------------
+
+    async def schedule_put(self, spec: ScheduleSpec, first: FirstFire) -> tuple[Schedule, bool]:
+        return await self._call(
+            lambda conn: sched.schedule_put(conn, spec, first, self._clock.now())
+        )
+
+    async def schedule_get(self, name: str) -> Schedule | None:
+        return await self._call(lambda conn: sched.schedule_get(conn, name))
+
+    async def schedule_list(self) -> list[Schedule]:
+        return await self._call(sched.schedule_list)
+
+    async def schedule_delete(self, name: str) -> bool:
+        return await self._call(lambda conn: sched.schedule_delete(conn, name))
+
+    async def schedules_fire(self, plan: PlanFires, limit: int) -> list[Fired]:
+        def op(conn: sqlite3.Connection) -> list[Fired]:
+            now = self._clock.now()
+            fired = []
+            for schedule in sched.schedules_due(conn, now, limit):
+                firing = plan(schedule, now)
+                jobs = [scheduled_job(schedule, t) for t in firing.fire_times]
+                inserted = self._insert(conn, jobs, compare=False)
+                sched.schedule_advance(conn, schedule, firing)
+                fired.append(Fired(schedule.spec.name, firing, inserted))
+            return fired
+
+        return await self._call(op)
+
+    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
+        return await self._call(lambda conn: sched.limit_put(conn, kind, max_running))
+
+    async def limit_delete(self, kind: str) -> bool:
+        return await self._call(lambda conn: sched.limit_delete(conn, kind))
+
+    async def limit_list(self) -> list[KindLimit]:
+        return await self._call(sched.limit_list)
 
 
 def _deliver(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:

@@ -42,9 +42,9 @@ class Failed:
 
 @dataclass(frozen=True, slots=True)
 class Interrupted:
-    """The handler was cut short, or finished too late: there is nothing to report."""
+    """The handler was cut short, or finished too late: there is no result to report."""
 
-    why: Literal["lease_lost", "forced"]
+    why: Literal["lease_lost", "forced", "cancelled"]
 
 
 Outcome = Succeeded | Failed | Interrupted
@@ -63,9 +63,9 @@ async def call_handler(handler: Handler, job: LeasedJob) -> Any:
 async def execute(handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced: Flag) -> Outcome:
     """Run the handler until it ends, its lease is lost or a forced stop; what it came to.
 
-    On a lost lease or a forced stop the handler is cancelled (a thread cannot be, and runs
-    on with its result dropped). A result that arrives after the lease ran out is dropped
-    too: another worker may hold the job by then.
+    On a lost lease, a cancelled job or a forced stop the handler is cancelled (a thread
+    cannot be, and runs on with its result dropped). A result that arrives after the lease
+    ran out is dropped too: another worker may hold the job by then.
     """
     loop = asyncio.get_running_loop()
     task = loop.create_task(call_handler(handler, job), name=f"leasehold-job-{job.id}")
@@ -86,7 +86,9 @@ async def execute(handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced:
     if not task.done():
         if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):
             log.warning("job.cancel_ignored", waited_seconds=CANCEL_WAIT_SECONDS)
-        return Interrupted("lease_lost" if keeper.lost.is_set() else "forced")
+        return Interrupted(_why(keeper))
+    if keeper.cancelled:
+        return Interrupted("cancelled")  # finished as the cancel arrived: do not record it
     if not keeper.held():
         if not keeper.lost.is_set():
             log.warning("lease.lost", reason="expired", error="the handler finished too late")
@@ -97,6 +99,12 @@ async def execute(handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced:
 def _end(ended: asyncio.Future[None], *_: object) -> None:
     if not ended.done():
         ended.set_result(None)
+
+
+def _why(keeper: LeaseKeeper) -> Literal["lease_lost", "forced", "cancelled"]:
+    if keeper.cancelled:
+        return "cancelled"
+    return "lease_lost" if keeper.lost.is_set() else "forced"
 
 
 def outcome_of(task: asyncio.Task[Any]) -> Succeeded | Failed:

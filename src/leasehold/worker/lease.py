@@ -14,7 +14,7 @@ from datetime import datetime
 import structlog
 
 from leasehold.client import MAX_BATCH, Client, ItemResult, RenewItem
-from leasehold.errors import LeaseholdError
+from leasehold.errors import JobCancelled, LeaseholdError
 from leasehold.worker.job import LeasedJob
 from leasehold.worker.waiting import Flag
 
@@ -30,9 +30,11 @@ GROUP_FRACTION = 1 / 6
 class LeaseKeeper:
     """One lease as the worker holds it; ``lost`` is set when it can no longer be held.
 
-    The lease is lost when the coordinator refuses its renewal or when ``deadline`` passes
-    with no renewal answered (the coordinator cannot be reached): a timer at the deadline
-    sees to that, whether or not a renewal is in flight. ``deadline`` is on the event
+    The lease is lost when the coordinator refuses its renewal (409: a newer lease, a
+    release, a revoked lease, a cancelled job) or when ``deadline`` passes with no renewal
+    answered (the coordinator cannot be reached): a timer at the deadline sees to that,
+    whether or not a renewal is in flight. A cancelled job (409 ``job_cancelled``) is still
+    ours to report: ``cancelled`` tells the runner to hand it back. ``deadline`` is on the event
     loop's monotonic clock and errs early: a renewal counts from when it was sent, not from
     when it was answered.
     """
@@ -49,6 +51,10 @@ class LeaseKeeper:
     def due(self) -> float:
         """When the lease should be renewed, on the loop's clock."""
         return self.deadline - self.seconds * (1 - RENEW_FRACTION)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.reason == JobCancelled.code
 
     def held(self) -> bool:
         return not self.lost.is_set() and asyncio.get_running_loop().time() < self.deadline
@@ -75,15 +81,11 @@ class LeaseKeeper:
         self.lost.set()
         job = self.job
         # Named here, not from the context: the renewer speaks for many jobs at once.
-        log.warning(
-            "lease.lost",
-            job_id=job.id,
-            kind=job.kind,
-            attempt=job.attempt,
-            token=job.token,
-            reason=reason,
-            error=message,
-        )
+        fields = {"job_id": job.id, "kind": job.kind, "attempt": job.attempt, "token": job.token}
+        if self.cancelled:
+            log.info("job.cancel_requested", **fields, error=message)
+        else:
+            log.warning("lease.lost", **fields, reason=reason, error=message)
 
     def _check_deadline(self) -> None:
         self._timer = None

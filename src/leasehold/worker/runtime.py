@@ -125,6 +125,7 @@ class Worker:
             "worker.started",
             url=self.client.url,
             kinds=list(self.kinds),
+            queues=list(self.settings.queues) if self.settings.queues else None,
             concurrency=self.settings.concurrency,
         )
         if missing:
@@ -189,6 +190,7 @@ class Worker:
                 self.settings.worker_id,
                 lease_seconds=self.settings.lease_seconds,
                 kinds=self.kinds,
+                queues=self.settings.queues,
                 wait_seconds=self.settings.wait_seconds,
                 max_jobs=max_jobs,
             )

@@ -1,0 +1,20 @@
+"""The admin commands of the ``leasehold`` CLI, all through ``leasehold.client``."""
+
+from __future__ import annotations
+
+import typer
+
+from leasehold.admin import commands
+from leasehold.admin.connect import EXIT_CODES_HELP
+
+
+def register(app: typer.Typer) -> None:
+    """Add the admin commands to ``app``, each with the exit codes in its help."""
+    for command in (
+        commands.enqueue,
+        commands.jobs,
+        commands.job,
+        commands.requeue,
+        commands.stats,
+    ):
+        app.command(epilog=EXIT_CODES_HELP)(command)

@@ -1,0 +1,113 @@
+"""What every admin command shares: the coordinator's address and token, the client, and
+how errors end the command (one line on stderr, an exit code per kind of error)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, NoReturn
+
+import typer
+
+from leasehold.client import RetryPolicy, SyncClient
+from leasehold.errors import (
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    JobNotFound,
+    LeaseholdError,
+    PayloadTooLarge,
+    Unauthorized,
+    Unavailable,
+    UnsupportedMediaType,
+)
+
+# A person is waiting: three quick tries (about half a second when nothing listens), not
+# the worker's patience. Each try still gets the client's full timeout.
+CLI_RETRY = RetryPolicy(attempts=3, base_seconds=0.2, max_seconds=1.0)
+CLI_TIMEOUT_SECONDS = 10.0
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # any other error (e.g. the URL is not a leasehold coordinator)
+EXIT_USAGE = 2  # a bad option or argument, found before sending anything (click's code)
+EXIT_UNREACHABLE = 3
+EXIT_NOT_FOUND = 4
+EXIT_AUTH = 5
+EXIT_CONFLICT = 6
+EXIT_REFUSED = 7
+
+EXIT_CODES_HELP = """Exit codes:
+  0  done
+  1  any other error (e.g. the URL is not a leasehold coordinator)
+  2  bad option or argument, caught before sending (e.g. --payload not JSON)
+  3  coordinator unreachable: network error, timeout or 5xx, after 3 tries
+  4  no such job (404)
+  5  token missing or invalid (401), or its role may not do this (403)
+  6  conflict with the job's state (409), e.g. requeue of a job that is not dead
+  7  request refused as invalid (422, 413)"""
+
+Url = Annotated[
+    str,
+    typer.Option(
+        "--url",
+        envvar="LEASEHOLD_URL",
+        help="The coordinator.",
+        rich_help_panel="Connection",
+    ),
+]
+Token = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        envvar="LEASEHOLD_TOKEN",
+        help="Bearer token (prefer the environment variable: command lines are visible to"
+        " every user of the machine).",
+        show_default=False,
+        rich_help_panel="Connection",
+    ),
+]
+AsJson = Annotated[
+    bool,
+    typer.Option("--json", help="Print JSON on stdout (and nothing else) instead of tables."),
+]
+
+
+@contextmanager
+def connected(url: str, token: str | None) -> Iterator[SyncClient]:
+    """A client for the command; any leasehold error inside ends the command (``fail``)."""
+    try:
+        with SyncClient(
+            url, token=token, retry=CLI_RETRY, timeout_seconds=CLI_TIMEOUT_SECONDS
+        ) as client:
+            yield client
+    except LeaseholdError as exc:
+        fail(*describe(exc, url))
+
+
+def describe(exc: LeaseholdError, url: str) -> tuple[str, int]:
+    """The one-line message and the exit code for an error."""
+    text = _one_line(exc.message)
+    if isinstance(exc, Unavailable):
+        return f"cannot reach the coordinator at {url} ({text})", EXIT_UNREACHABLE
+    if isinstance(exc, JobNotFound):
+        return f"not found: {text}", EXIT_NOT_FOUND
+    if isinstance(exc, Unauthorized):
+        return f"unauthorized: {text} Set --token or LEASEHOLD_TOKEN.", EXIT_AUTH
+    if isinstance(exc, Forbidden):
+        return f"forbidden: {text}", EXIT_AUTH
+    if isinstance(exc, Conflict):
+        return f"conflict: {text}", EXIT_CONFLICT
+    if isinstance(exc, InvalidRequest | PayloadTooLarge | UnsupportedMediaType):
+        return f"refused: {text}", EXIT_REFUSED
+    return f"{text}", EXIT_ERROR
+
+
+def fail(message: str, code: int) -> NoReturn:
+    # click.echo, not rich: rich would wrap a long message over several lines.
+    typer.echo(f"leasehold: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()

@@ -1,0 +1,95 @@
+"""Running the coordinator: who may reach it, and a clean stop on SIGTERM.
+
+Without tokens, the coordinator serves only on a loopback address: bound anywhere else it
+refuses to start, unless ``--allow-open-access`` says the open access is meant (a network
+that is itself the boundary, e.g. a private container network); it then starts with a
+loud warning.
+
+On SIGTERM (or Ctrl-C) uvicorn stops accepting connections and waits for requests in
+flight, up to ``GRACE_SECONDS``; we first make long polls answer at once, so that they do
+not hold the stop until they time out; then the lifespan stops the reaper and closes the
+database, and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Final
+
+import structlog
+import uvicorn
+from fastapi import FastAPI
+
+from leasehold.settings import CoordinatorSettings
+from leasehold.tokens import is_loopback
+
+log = structlog.get_logger("leasehold")
+
+GRACE_SECONDS: Final = 10
+EXIT_REFUSED: Final = 2  # refused to start: the configuration is unsafe
+EXIT_STARTUP_FAILED: Final = 3  # as uvicorn: the application did not start
+
+
+def open_access_problem(settings: CoordinatorSettings) -> str | None:
+    """Why serving with these settings would be open to the network, or None."""
+    if settings.tokens or is_loopback(settings.host):
+        return None
+    return (
+        f"no token is configured and {settings.host!r} is not a loopback address: anyone who"
+        " can reach it could enqueue, lease, complete and requeue jobs. Configure tokens"
+        " (--tokens-file or LEASEHOLD_TOKENS), bind 127.0.0.1, or pass --allow-open-access"
+        " if this network is trusted."
+    )
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_stop = on_stop
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        log.info("coordinator.stopping")
+        self._on_stop()
+        await super().shutdown(sockets)
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    # uvicorn re-raises the signal it handled once it has shut down, so that the default
+    # action (death by signal, exit status 143) follows. A stop we were asked for and
+    # carried out is a success: exit 0 instead. Before uvicorn takes the signals over
+    # (while starting), this also stops the process at once.
+    raise SystemExit(0)
+
+
+def serve(app: FastAPI, settings: CoordinatorSettings) -> None:
+    """Serve ``app`` on the settings' address until SIGTERM or SIGINT."""
+    problem = open_access_problem(settings)
+    if problem is not None:
+        if not settings.allow_open_access:
+            print(f"leasehold: refusing to start: {problem}", file=sys.stderr)
+            raise SystemExit(EXIT_REFUSED)
+        banner = "!" * 78
+        print(f"{banner}\n!!! leasehold: OPEN ACCESS: {problem}\n{banner}", file=sys.stderr)
+        log.warning("auth.open_on_network", host=settings.host, port=settings.port)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        access_log=False,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=GRACE_SECONDS,
+    )
+    server = _Server(config, on_stop=app.state.service.stop_waiting)
+    previous = {sig: signal.signal(sig, _exit_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not server.started:
+        raise SystemExit(EXIT_STARTUP_FAILED)

@@ -1,0 +1,40 @@
+"""``NewJob``: a job to enqueue, as ``Client.enqueue_many`` takes it."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from leasehold.client._answers import drop_none
+from leasehold.model import JSON
+
+# The most jobs one POST /jobs/batch takes (the coordinator's limit).
+MAX_BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """One job to enqueue; None leaves a field to the coordinator's default."""
+
+    kind: str
+    payload: JSON = None
+    max_attempts: int | None = None
+    run_after: datetime | None = None
+    idempotency_key: str | None = None
+    priority: int | None = None
+    queue: str | None = None
+
+    def body(self) -> dict[str, Any]:
+        """The enqueue request. A job without a key gets a random one, so that a retried
+        request can never add it twice (see ``Client.enqueue``)."""
+        fields = drop_none(
+            kind=self.kind,
+            max_attempts=self.max_attempts,
+            run_after=self.run_after.isoformat() if self.run_after else None,
+            idempotency_key=self.idempotency_key or f"auto-{uuid.uuid4().hex}",
+            priority=self.priority,
+            queue=self.queue,
+        )
+        return {**fields, "payload": self.payload}

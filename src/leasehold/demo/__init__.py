@@ -1,0 +1,50 @@
+"""``leasehold demo``: a coordinator, workers with example handlers, and jobs to watch."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from leasehold.demo.processes import DemoError, free_port, port_is_free
+from leasehold.demo.run import DemoSettings, run_demo
+
+
+def demo(
+    jobs: Annotated[
+        int, typer.Option("--jobs", min=1, max=1_000_000, help="How many jobs.")
+    ] = 5000,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Worker processes.")] = 4,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=1000, help="Jobs each worker runs at once.")
+    ] = 8,
+    port: Annotated[
+        int,
+        typer.Option("--port", min=0, max=65535, help="The coordinator's port (0: any free one)."),
+    ] = 8080,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep",
+            help="When the jobs are done, keep everything running until Ctrl+C (to look around).",
+        ),
+    ] = False,
+) -> None:
+    """Start a coordinator (temporary SQLite database) and worker processes with example
+    handlers (quick, flaky, failing, slow), enqueue JOBS jobs and show their progress.
+    Everything it starts is stopped on exit or Ctrl+C."""
+    console = Console()
+    if port == 0:
+        port = free_port()
+    elif not port_is_free(port):
+        typer.echo(
+            f"leasehold: port {port} is in use (a coordinator already?); try --port 0", err=True
+        )
+        raise typer.Exit(1)
+    try:
+        code = run_demo(DemoSettings(jobs, workers, concurrency, port, keep), console)
+    except DemoError as exc:
+        typer.echo(f"leasehold: demo failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)

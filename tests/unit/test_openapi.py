@@ -1,0 +1,63 @@
+"""The OpenAPI schema lists every answer each operation can give (the fuzz test then checks
+the real answers against it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from leasehold.api.app import create_app
+from leasehold.settings import CoordinatorSettings
+
+ERROR = {"$ref": "#/components/schemas/ErrorOut"}
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    openapi: dict[str, Any] = create_app(
+        CoordinatorSettings(database_url="sqlite:///:memory:")
+    ).openapi()
+    return openapi
+
+
+def operations(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method.upper(), path, op)
+        for path, ops in schema["paths"].items()
+        for method, op in ops.items()
+    ]
+
+
+def error_model(op: dict[str, Any], status: str) -> Any:
+    return op["responses"][status]["content"]["application/json"]["schema"]
+
+
+def test_every_error_answer_is_documented_with_our_error_body(schema: dict[str, Any]) -> None:
+    for method, path, op in operations(schema):
+        responses = op["responses"]
+        for status in responses:
+            if status.startswith(("4", "5")):
+                assert error_model(op, status) == ERROR, (method, path, status)
+        if path == "/health":
+            assert "security" not in op and set(responses) == {"200"}
+            continue
+        assert op["security"] == [{"bearer": []}], (method, path)
+        assert {"401", "403", "503"} <= set(responses), (method, path)
+        assert "WWW-Authenticate" in responses["401"]["headers"]
+        if "requestBody" in op:
+            assert {"413", "415", "422"} <= set(responses), (method, path)
+        if "{job_id}" in path:
+            assert "404" in responses, (method, path)
+        if path.startswith("/jobs/{job_id}/") and method == "POST":
+            assert "409" in responses, (method, path)
+
+
+def test_the_answers_that_are_not_errors(schema: dict[str, Any]) -> None:
+    paths = schema["paths"]
+    assert {"200", "201"} <= set(paths["/jobs"]["post"]["responses"])  # existing key / new
+    lease = paths["/lease"]["post"]["responses"]
+    assert "content" not in lease["204"]  # no job: no body at all
+    assert "text/plain" in next(iter(paths["/metrics"]["get"]["responses"]["200"]["content"]))
+    # FastAPI's own validation error body is not ours, and must not be offered instead.
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
