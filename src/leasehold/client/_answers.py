@@ -21,6 +21,7 @@ from leasehold.errors import (
     LeaseExpired,
     LeaseholdError,
     LimitNotFound,
+    NotFound,
     PayloadTooLarge,
     ReportConflict,
     ScheduleNotFound,
@@ -40,6 +41,7 @@ _BY_CODE: dict[str, type[LeaseholdError]] = {
         JobNotFound,
         ScheduleNotFound,
         LimitNotFound,
+        NotFound,  # an unknown route, or a limit's kind the path cannot carry
         JobCancelled,
         Conflict,
         StaleToken,
