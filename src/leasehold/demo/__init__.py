@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 import typer
@@ -43,7 +44,8 @@ def demo(
         )
         raise typer.Exit(1)
     try:
-        code = run_demo(DemoSettings(jobs, workers, concurrency, port, keep), console)
+        settings = DemoSettings(jobs, workers, concurrency, port, keep)
+        code = asyncio.run(run_demo(settings, console))
     except DemoError as exc:
         typer.echo(f"leasehold: demo failed: {exc}", err=True)
         raise typer.Exit(1) from None
