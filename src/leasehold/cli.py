@@ -8,10 +8,11 @@ from pathlib import Path
 import typer
 
 from leasehold import admin as _admin
+from leasehold.cli_admin import limits, schedules
 from leasehold.client import DEFAULT_URL
 from leasehold.demo import demo as _demo
 from leasehold.logs import configure_logging, configure_quiet_logging
-from leasehold.settings import MAX_PAYLOAD_BYTES, CoordinatorSettings
+from leasehold.settings import MAX_PAYLOAD_BYTES, MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
 from leasehold.tokens import (
     HashedToken,
     Role,
@@ -28,6 +29,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+app.add_typer(schedules, name="schedules")
+app.add_typer(limits, name="limits")
 
 
 @app.callback()
@@ -55,6 +60,16 @@ def serve(
     ),
     reap_interval_seconds: float = typer.Option(
         1.0, envvar="LEASEHOLD_REAP_INTERVAL_SECONDS", min=0.001, help="Expired-lease sweep."
+    ),
+    schedule_interval_seconds: float = typer.Option(
+        1.0, envvar="LEASEHOLD_SCHEDULE_INTERVAL_SECONDS", min=0.001, help="Due-schedule check."
+    ),
+    schedule_grace_seconds: float = typer.Option(
+        10.0,
+        envvar="LEASEHOLD_SCHEDULE_GRACE_SECONDS",
+        min=0,
+        max=MAX_SCHEDULE_GRACE_SECONDS,
+        help="A fire time older than this when first seen was missed (see catch_up).",
     ),
     sqlite_synchronous: str = typer.Option(
         "FULL",
@@ -100,6 +115,8 @@ def serve(
         retry_base_seconds=retry_base_seconds,
         retry_max_seconds=retry_max_seconds,
         reap_interval_seconds=reap_interval_seconds,
+        schedule_interval_seconds=schedule_interval_seconds,
+        schedule_grace_seconds=schedule_grace_seconds,
         sqlite_synchronous=sqlite_synchronous,
         log_format=log_format,
         log_level=log_level,
@@ -148,6 +165,11 @@ def worker(
         envvar="LEASEHOLD_KINDS",
         help="Comma-separated kinds to lease (default: every kind APP has a handler for).",
     ),
+    queues: str | None = typer.Option(
+        None,
+        envvar="LEASEHOLD_QUEUES",
+        help="Comma-separated queues to lease from (default: every queue).",
+    ),
     lease_seconds: float | None = typer.Option(
         None,
         envvar="LEASEHOLD_LEASE_SECONDS",
@@ -191,7 +213,8 @@ def worker(
     settings = WorkerSettings(
         url=url,
         concurrency=concurrency,
-        kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()) if kinds else None,
+        kinds=_names(kinds),
+        queues=_names(queues),
         lease_seconds=lease_seconds,
         token=token,
         wait_seconds=wait_seconds,
@@ -200,6 +223,12 @@ def worker(
     )
     configure_logging(log_format, log_level)
     raise typer.Exit(asyncio.run(run_worker(registry, settings)))
+
+
+def _names(listed: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option as names (None when not given or empty)."""
+    names = tuple(n.strip() for n in (listed or "").split(",") if n.strip())
+    return names or None
 
 
 def main() -> None:

@@ -3,12 +3,16 @@
 The tree::
 
     LeaseholdError
-    ├── JobNotFound             no job has that id                       (404)
+    ├── NotFound                                                         (404)
+    │   ├── JobNotFound         no job has that id
+    │   ├── ScheduleNotFound    no schedule has that name
+    │   └── LimitNotFound       no concurrency limit is set for that kind
     ├── Conflict                the job's state forbids the request      (409)
     │   ├── StaleToken          a newer lease exists, or the token was never issued
     │   ├── LeaseExpired        the lease ran out or is no longer held
     │   ├── ReportConflict      a different outcome was already reported under this token
-    │   └── InvalidTransition   e.g. requeue of a job that is not dead
+    │   ├── InvalidTransition   e.g. requeue of a job that is not dead
+    │   └── JobCancelled        the job was cancelled (or is being cancelled)
     ├── InvalidRequest          well-formed but unacceptable input      (422)
     │   └── IdempotencyConflict the key was used with a different request
     ├── Unauthorized            no valid bearer token                    (401)
@@ -37,10 +41,28 @@ class LeaseholdError(Exception):
         return str(self.args[0])
 
 
-class JobNotFound(LeaseholdError):
+class NotFound(LeaseholdError):
+    """Nothing has that name or id."""
+
+    code = "not_found"
+
+
+class JobNotFound(NotFound):
     """No job has that id."""
 
     code = "job_not_found"
+
+
+class ScheduleNotFound(NotFound):
+    """No schedule has that name."""
+
+    code = "schedule_not_found"
+
+
+class LimitNotFound(NotFound):
+    """No concurrency limit is set for that kind."""
+
+    code = "limit_not_found"
 
 
 class Conflict(LeaseholdError):
@@ -72,6 +94,12 @@ class InvalidTransition(Conflict):
     """The job is not in a state this request applies to."""
 
     code = "invalid_transition"
+
+
+class JobCancelled(Conflict):
+    """The job was cancelled: its holder should stop, and its result is not recorded."""
+
+    code = "job_cancelled"
 
 
 class InvalidRequest(LeaseholdError):

@@ -53,12 +53,13 @@ class Metrics:
             "lease_expired": counter("lease_expirations", "Leases that ran out and were reaped."),
             "stale_token": counter("stale_token_rejections", "Reports refused for a stale token."),
             "released": counter("jobs_released", "Leases handed back unfinished."),
-            "requeued": counter("jobs_requeued", "Dead jobs requeued."),
+            "requeued": counter("jobs_requeued", "Dead or cancelled jobs requeued."),
+            "cancelled": counter("jobs_cancelled", "Jobs that ended cancelled."),
         }
         self.wait = Histogram(
             "leasehold_job_wait_seconds",
             "From when a job became available to when it was leased.",
-            ["kind"],
+            ["kind", "queue"],
             buckets=_TIME_BUCKETS,
             registry=self.registry,
         )
@@ -78,6 +79,12 @@ class Metrics:
             ["kind", "status"],
             registry=self.registry,
         )
+        self.jobs_by_queue = Gauge(
+            "leasehold_jobs_by_queue",
+            "Jobs in the database by queue and status.",
+            ["queue", "status"],
+            registry=self.registry,
+        )
 
     def enqueued(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
@@ -88,7 +95,7 @@ class Metrics:
             self.events["leased"].labels(job.kind).inc()
             if job.leased_at is not None:
                 waited = (job.leased_at - job.run_after).total_seconds()
-                self.wait.labels(job.kind).observe(max(0.0, waited))
+                self.wait.labels(job.kind, job.queue).observe(max(0.0, waited))
 
     def decided(self, outcome: Outcome) -> None:
         job = outcome.job
@@ -100,10 +107,18 @@ class Metrics:
                 ran = (job.finished_at - job.leased_at).total_seconds()
                 self.run.labels(job.kind).observe(max(0.0, ran))
 
-    def render(self, by_status: dict[str, int], by_kind: dict[str, dict[str, int]]) -> bytes:
+    def render(
+        self,
+        by_status: dict[str, int],
+        by_kind: dict[str, dict[str, int]],
+        by_queue: dict[str, dict[str, int]],
+    ) -> bytes:
         for status, n in by_status.items():
             self.jobs.labels(status).set(n)
         for kind, counts in by_kind.items():
             for status, n in counts.items():
                 self.jobs_by_kind.labels(kind, status).set(n)
+        for queue, counts in by_queue.items():
+            for status, n in counts.items():
+                self.jobs_by_queue.labels(queue, status).set(n)
         return generate_latest(self.registry)

@@ -20,6 +20,7 @@ class JobStatus(StrEnum):
     RUNNING = "running"  # leased to one worker under lease_token until lease_expires_at
     COMPLETED = "completed"  # a worker reported success; final, never changes again
     DEAD = "dead"  # failed for good (attempts used up or not retryable); requeue revives it
+    CANCELLED = "cancelled"  # an operator cancelled it; never leased again unless requeued
 
 
 class Report(StrEnum):
@@ -40,6 +41,10 @@ class AttemptOutcome(StrEnum):
     FAILED = "failed"
     EXPIRED = "expired"  # the reaper found the lease run out
     RELEASED = "released"
+    CANCELLED = "cancelled"  # ended by a cancellation (reported by the holder, or reaped)
+
+
+DEFAULT_QUEUE = "default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,11 @@ class Job:
     result: JSON = None
     last_error: str | None = None
     report: Report | None = None
+    priority: int = 0  # higher is leased first
+    queue: str = DEFAULT_QUEUE
+    # Set by a cancel of a running job: its holder is told at its next renew, and its next
+    # report (or the reaper) ends it as cancelled. Stays set on the cancelled job.
+    cancel_requested: bool = False
 
     def replace(self, **changes: Any) -> Job:
         """A copy with some fields changed (jobs are immutable values)."""

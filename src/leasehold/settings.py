@@ -10,6 +10,7 @@ from leasehold.tokens import HashedToken
 MAX_LEASE_SECONDS = 86_400.0
 MAX_WAIT_SECONDS = 30.0
 MAX_BODY_BYTES = 1024 * 1024
+MAX_SCHEDULE_GRACE_SECONDS = 600.0  # bounds how many runs one pass enqueues per schedule
 # A job's payload (and a completion's result), as compact JSON. Kept well under the body cap:
 # each lease hands the payload out again, and every row is read by listing and leasing.
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -24,6 +25,10 @@ class CoordinatorSettings:
     retry_base_seconds: float = 1.0
     retry_max_seconds: float = 3600.0
     reap_interval_seconds: float = 1.0
+    schedule_interval_seconds: float = 1.0  # how often due schedules are fired
+    # A fire time older than this when a scheduler first sees it was missed (every
+    # coordinator was down): handled by the schedule's catch_up instead of run as usual.
+    schedule_grace_seconds: float = 10.0
     max_body_bytes: int = MAX_BODY_BYTES
     sqlite_synchronous: str = "FULL"
     log_format: str = "auto"  # auto | json | console

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
 import pytest
@@ -34,18 +33,8 @@ from leasehold.store.base import (
     NewJob,
     Store,
 )
-from leasehold.store.open import open_store
 
 HOUR = timedelta(hours=1)
-
-
-@pytest.fixture
-async def store(database_url: str) -> AsyncIterator[Store]:
-    """An opened store on a fresh database of each backend."""
-    opened = open_store(database_url)
-    await opened.open()
-    yield opened
-    await opened.close()
 
 
 def new_job(
@@ -495,6 +484,7 @@ async def test_counts_by_status_include_every_status(store: Store) -> None:
         JobStatus.RUNNING: 1,
         JobStatus.COMPLETED: 1,
         JobStatus.DEAD: 0,
+        JobStatus.CANCELLED: 0,
     }
 
 

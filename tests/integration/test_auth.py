@@ -85,6 +85,16 @@ ENDPOINTS = [
     endpoint("GET", "/metrics", {READER, ADMIN}, (200,)),
     endpoint("POST", "/jobs/{job_id}/requeue", {ADMIN}, (409,)),
     endpoint("POST", "/jobs/requeue", {ADMIN}, (200,), {"kind": "none"}),
+    endpoint("POST", "/jobs/{job_id}/cancel", {PRODUCER, ADMIN}, (200,)),
+    endpoint("GET", "/schedules", {READER, ADMIN}, (200,)),
+    endpoint("GET", "/schedules/{name}", {READER, ADMIN}, (200, 404)),
+    endpoint(
+        "PUT", "/schedules/{name}", {ADMIN}, (200, 201), {"cron": "0 0 1 1 *", "kind": "matrix"}
+    ),
+    endpoint("DELETE", "/schedules/{name}", {ADMIN}, (204, 404)),
+    endpoint("GET", "/limits", {READER, ADMIN}, (200,)),
+    endpoint("PUT", "/limits/{kind:path}", {ADMIN}, (200,), {"max_running": 5}),
+    endpoint("DELETE", "/limits/{kind:path}", {ADMIN}, (204, 404)),
 ]
 CREDENTIALS: dict[str, dict[str, str]] = {
     "no-token": {},
@@ -136,10 +146,10 @@ def expected(e: Endpoint, credential: str) -> str:
 
 
 async def call(http: Api, e: Endpoint, job_id: int, headers: dict[str, str]) -> Answer:
-    path = e.path.format(job_id=job_id)
-    if e.method == "GET":
-        return await http.get(path, headers=headers)
-    return await http.post(path, e.body, headers=headers)
+    path = e.path.replace("{kind:path}", "matrix").format(job_id=job_id, name="matrix")
+    if e.method in ("GET", "DELETE"):
+        return await http.request(e.method, path, headers=headers)
+    return await http.request(e.method, path, json=e.body, headers=headers)
 
 
 @pytest.mark.parametrize("credential", list(CREDENTIALS))

@@ -56,9 +56,11 @@ async def scripted_scenario(api: Api) -> dict[str, Any]:
 async def test_stats_match_the_scenario(api: Api) -> None:
     await scripted_scenario(api)
     stats = (await api.get("/stats")).body
-    assert stats["by_status"] == {"queued": 3, "running": 0, "completed": 3, "dead": 1}
-    assert stats["by_kind"]["a"] == {"queued": 1, "running": 0, "completed": 3, "dead": 1}
-    assert stats["by_kind"]["b"] == {"queued": 2, "running": 0, "completed": 0, "dead": 0}
+    counts = {"running": 0, "cancelled": 0}
+    assert stats["by_status"] == {**counts, "queued": 3, "completed": 3, "dead": 1}
+    assert stats["by_kind"]["a"] == {**counts, "queued": 1, "completed": 3, "dead": 1}
+    assert stats["by_kind"]["b"] == {**counts, "queued": 2, "completed": 0, "dead": 0}
+    assert stats["by_queue"] == {"default": stats["by_status"]}
     assert stats["lease_expirations"] == 1
     assert stats["stale_token_rejections"] == 1
     assert stats["completed_last_minute"] == 3
@@ -73,7 +75,10 @@ async def test_stats_match_the_scenario(api: Api) -> None:
 
 async def test_empty_stats_have_every_status_and_null_averages(api: Api) -> None:
     stats = (await api.get("/stats")).body
-    assert stats["by_status"] == {"queued": 0, "running": 0, "completed": 0, "dead": 0}
+    assert stats["by_status"] == dict.fromkeys(
+        ["queued", "running", "completed", "dead", "cancelled"], 0
+    )
+    assert stats["by_queue"] == {}
     assert stats["avg_wait_seconds"] is None
     assert stats["avg_run_seconds"] is None
     assert stats["oldest_queued_age_seconds"] is None
@@ -117,7 +122,7 @@ async def test_metrics_in_prometheus_format(api: Api) -> None:
     assert found["leasehold_stale_token_rejections_total", (("kind", "a"),)] == 1
     assert found["leasehold_jobs", (("status", "queued"),)] == 3
     assert found["leasehold_jobs", (("status", "completed"),)] == 3
-    assert found["leasehold_job_wait_seconds_count", (("kind", "a"),)] == 5
+    assert found["leasehold_job_wait_seconds_count", (("kind", "a"), ("queue", "default"))] == 5
     assert found["leasehold_job_run_seconds_count", (("kind", "a"),)] == 3
 
 

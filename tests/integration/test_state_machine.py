@@ -7,7 +7,9 @@ by a FakeClock, checking after each step what must always hold (DESIGN.md §3-§
 - a stale, unissued or revoked token changes nothing and is answered stale_token;
 - any refused request changes nothing;
 - status, report, lease fields and the attempt history agree with each other;
-- a lease takes the oldest due jobs, as many as asked for and available;
+- a lease takes the due jobs of highest priority, then oldest, as many as asked for and
+  available;
+- a cancelled job is never completed, and a job being cancelled is never renewed;
 - after a reaper pass no running job holds an expired lease;
 - the maintained counts by status equal the jobs' statuses.
 
@@ -41,6 +43,7 @@ from leasehold.core.clock import FakeClock
 from leasehold.core.service import Enqueue, JobService
 from leasehold.errors import (
     InvalidTransition,
+    JobCancelled,
     LeaseExpired,
     LeaseholdError,
     ReportConflict,
@@ -51,11 +54,12 @@ from leasehold.store.base import DeadFilter, JobFilter
 from leasehold.store.sqlite import SqliteStore
 
 T = TypeVar("T")
-QUEUED, RUNNING, COMPLETED, DEAD = (
+QUEUED, RUNNING, COMPLETED, DEAD, CANCELLED = (
     JobStatus.QUEUED,
     JobStatus.RUNNING,
     JobStatus.COMPLETED,
     JobStatus.DEAD,
+    JobStatus.CANCELLED,
 )
 RETRY_MAX = 30.0
 Lease = tuple[int, int]  # (job id, token)
@@ -107,7 +111,8 @@ class QueueMachine(RuleBasedStateMachine):
         except LeaseholdError as error:
             answer = error
         after = self.job(job_id)
-        if isinstance(answer, LeaseholdError):
+        ended_cancel = isinstance(answer, JobCancelled) and before.status is RUNNING
+        if isinstance(answer, LeaseholdError) and not ended_cancel:
             assert after == before, f"refused ({answer.code}) but changed"
         if token is not None and (
             token == 0 or token != before.lease_token or before.report is Report.REVOKED
@@ -119,11 +124,17 @@ class QueueMachine(RuleBasedStateMachine):
 
     # -- producers ----------------------------------------------------------------------
 
-    @rule(target=jobs, max_attempts=st.integers(1, 3), delay=st.sampled_from([0, 0, 4]))
-    def enqueue(self, max_attempts: int, delay: int) -> int:
+    @rule(
+        target=jobs,
+        max_attempts=st.integers(1, 3),
+        delay=st.sampled_from([0, 0, 4]),
+        priority=st.sampled_from([None, 0, 5]),
+    )
+    def enqueue(self, max_attempts: int, delay: int, priority: int | None) -> int:
         run_after = self.now() + timedelta(seconds=delay) if delay else None
+        payload = {"n": len(self.seen)}
         inserted = self.run(
-            self.service.enqueue(Enqueue("k", {"n": len(self.seen)}, max_attempts, run_after))
+            self.service.enqueue(Enqueue("k", payload, max_attempts, run_after, None, priority))
         )
         job = inserted.job
         assert inserted.created
@@ -137,7 +148,7 @@ class QueueMachine(RuleBasedStateMachine):
         before = self.all_jobs()
         due = sorted(
             (j for j in before.values() if j.status is QUEUED and j.run_after <= self.now()),
-            key=lambda j: (j.run_after, j.id),
+            key=lambda j: (-j.priority, j.run_after, j.id),
         )
         leased = self.run(self.service.lease("w", seconds, max_jobs=max_jobs))
         assert [j.id for j in leased] == [j.id for j in due[:max_jobs]]
@@ -161,7 +172,9 @@ class QueueMachine(RuleBasedStateMachine):
             and before.lease_expires_at is not None
             and before.lease_expires_at > self.now()
         )
-        if live:
+        if self._current(before, token) and (before.cancel_requested or before.status is CANCELLED):
+            assert isinstance(answer, JobCancelled), answer
+        elif live:
             assert isinstance(answer, Job), answer
             length = seconds if seconds is not None else before.lease_seconds
             assert answer.lease_expires_at == self.now() + timedelta(seconds=length or 0)
@@ -173,6 +186,8 @@ class QueueMachine(RuleBasedStateMachine):
         job_id, token = lease
         before = self.job(job_id)
         answer = self.attempt(job_id, token, self.service.complete(job_id, token, result))
+        if self._cancelling(before, token, answer, Report.COMPLETED):
+            return
         self._check_report(before, token, answer, Report.COMPLETED)
         if isinstance(answer, Job) and before.report is None:
             assert answer.status is COMPLETED and answer.result == result
@@ -186,6 +201,8 @@ class QueueMachine(RuleBasedStateMachine):
             job_id, token, "boom", retryable=retryable, retry_after_seconds=after
         )
         answer = self.attempt(job_id, token, call)
+        if self._cancelling(before, token, answer, Report.FAILED):
+            return
         self._check_report(before, token, answer, Report.FAILED)
         if isinstance(answer, Job) and before.report is None:
             if retryable and before.attempts < before.max_attempts:
@@ -200,6 +217,8 @@ class QueueMachine(RuleBasedStateMachine):
         job_id, token = lease
         before = self.job(job_id)
         answer = self.attempt(job_id, token, self.service.release(job_id, token))
+        if self._cancelling(before, token, answer, Report.RELEASED):
+            return
         if self._current(before, token) and before.report is None and before.status is not RUNNING:
             assert isinstance(answer, LeaseExpired), answer  # reaped: nothing to hand back
             return
@@ -220,6 +239,30 @@ class QueueMachine(RuleBasedStateMachine):
         if isinstance(answer, Job) and verb == "complete":
             self.finished.setdefault(job_id, answer)
 
+    def _cancelling(self, before: Job, token: int, answer: Any, report: Report) -> bool:
+        """The cancellation rows of the table; True if one of them applied. A report under
+        the current token on a job being cancelled ends it cancelled (a complete is told
+        job_cancelled); on a cancelled job, complete is refused and fail/release are
+        acknowledged with the job unchanged."""
+        if not self._current(before, token):
+            return False
+        if before.status is CANCELLED:
+            if report is Report.COMPLETED:
+                assert isinstance(answer, JobCancelled), answer
+            else:
+                assert answer == before, answer
+            return True
+        if before.cancel_requested and before.status is RUNNING:
+            after = self.job(before.id)
+            assert after.status is CANCELLED and after.result is None
+            assert after.finished_at == self.now()
+            if report is Report.COMPLETED:
+                assert isinstance(answer, JobCancelled), answer
+            else:
+                assert answer == after, answer
+            return True
+        return False
+
     def _current(self, job: Job, token: int) -> bool:
         return token == job.lease_token and token > 0 and job.report is not Report.REVOKED
 
@@ -238,13 +281,32 @@ class QueueMachine(RuleBasedStateMachine):
     # -- operators and time -------------------------------------------------------------
 
     @rule(job_id=jobs)
+    def cancel(self, job_id: int) -> None:
+        before = self.job(job_id)
+        answer = self.attempt(job_id, None, self.service.cancel(job_id))
+        if before.status is COMPLETED:
+            assert isinstance(answer, InvalidTransition), answer
+        elif before.status is CANCELLED or before.cancel_requested:
+            assert answer == before  # a repeat changes nothing
+        elif before.status is RUNNING:
+            assert isinstance(answer, Job), answer
+            assert (answer.status, answer.cancel_requested) == (RUNNING, True)
+            assert answer.lease_token == before.lease_token
+        else:
+            assert isinstance(answer, Job), answer
+            assert (answer.status, answer.cancel_requested) == (CANCELLED, True)
+            assert answer.finished_at == self.now()
+
+    @rule(job_id=jobs)
     def requeue(self, job_id: int) -> None:
         before = self.job(job_id)
         answer = self.attempt(job_id, None, self.service.requeue(job_id))
-        if before.status is DEAD:
+        if before.status in (DEAD, CANCELLED):
             assert isinstance(answer, Job), answer
-            assert (answer.status, answer.attempts, answer.report) == (QUEUED, 0, Report.REVOKED)
+            revoked = Report.REVOKED if before.lease_token else None
+            assert (answer.status, answer.attempts, answer.report) == (QUEUED, 0, revoked)
             assert answer.lease_token == before.lease_token
+            assert not answer.cancel_requested
         else:
             assert isinstance(answer, InvalidTransition), answer
 
@@ -305,12 +367,13 @@ class QueueMachine(RuleBasedStateMachine):
         assert totals.get("leased", 0) == sum(j.lease_token for j in jobs)
         assert totals.get("completed", 0) == actual["completed"]
         assert totals.get("dead", 0) == self.entered[DEAD]
+        assert totals.get("cancelled", 0) == self.entered[CANCELLED]
 
 
 def check_fields(job: Job) -> None:
     assert 0 <= job.attempts <= job.max_attempts
-    if job.lease_token == 0:
-        assert (job.status, job.attempts, job.report) == (QUEUED, 0, None)
+    if job.lease_token == 0:  # never leased: waiting, or cancelled while it waited
+        assert job.status in (QUEUED, CANCELLED) and (job.attempts, job.report) == (0, None)
     if job.status is RUNNING:
         assert job.report is None and job.attempts >= 1
         assert job.lease_expires_at is not None and job.leased_at is not None
@@ -319,11 +382,17 @@ def check_fields(job: Job) -> None:
     elif job.status is DEAD:
         assert job.report in (None, Report.FAILED) and job.finished_at is not None
         assert job.last_error is not None
+        assert not job.cancel_requested
+    elif job.status is CANCELLED:
+        assert job.cancel_requested and job.finished_at is not None
+        assert job.lease_expires_at is None and job.result is None
     else:
         assert job.finished_at is None
         assert job.lease_expires_at is None, "a queued job holds no lease"
+    if job.status is QUEUED:
+        assert not job.cancel_requested, "only a running job waits to be cancelled"
     if job.report is Report.REVOKED:
-        assert job.status is QUEUED and job.attempts == 0
+        assert job.status in (QUEUED, CANCELLED) and job.attempts == 0
 
 
 def check_history(job: Job, history: list[Any]) -> None:

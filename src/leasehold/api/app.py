@@ -14,9 +14,11 @@ from leasehold.api.errors import install_error_handlers
 from leasehold.api.limits import BodyLimit
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
+from leasehold.api.scheduling import router as scheduling_router
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
 from leasehold.core.reaper import Reaper
+from leasehold.core.scheduler import Scheduler
 from leasehold.core.service import JobService
 from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings
@@ -46,6 +48,9 @@ def create_app(
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
+    scheduler = Scheduler(
+        service, settings.schedule_interval_seconds, settings.schedule_grace_seconds
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -54,13 +59,17 @@ def create_app(
             log.warning("auth.open", detail="no token configured: every caller is admin")
         else:
             log.info("auth.tokens", **{role.value: n for role, n in authenticator.counts().items()})
-        task = asyncio.create_task(reaper.run(), name="leasehold-reaper")
+        tasks = [
+            asyncio.create_task(reaper.run(), name="leasehold-reaper"),
+            asyncio.create_task(scheduler.run(), name="leasehold-scheduler"),
+        ]
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await store.close()
 
     app = FastAPI(
@@ -75,7 +84,9 @@ def create_app(
     app.state.service = service
     app.state.authenticator = authenticator
     app.state.reaper = reaper
+    app.state.scheduler = scheduler
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(scheduling_router)
     mount_dashboard(app)
     return app

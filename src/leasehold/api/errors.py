@@ -14,8 +14,8 @@ from leasehold.errors import (
     Conflict,
     Forbidden,
     InvalidRequest,
-    JobNotFound,
     LeaseholdError,
+    NotFound,
     PayloadTooLarge,
     Unauthorized,
     Unavailable,
@@ -25,7 +25,7 @@ from leasehold.errors import (
 log = structlog.get_logger("leasehold")
 
 STATUS_CODES: dict[type[LeaseholdError], int] = {
-    JobNotFound: 404,
+    NotFound: 404,
     Conflict: 409,
     InvalidRequest: 422,
     PayloadTooLarge: 413,

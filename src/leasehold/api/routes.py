@@ -128,7 +128,7 @@ async def stats(request: Request) -> Response:
 async def metrics(request: Request) -> Response:
     service = service_of(request)
     figures = await service.stats()
-    body = service.metrics.render(figures.by_status, figures.by_kind)
+    body = service.metrics.render(figures.by_status, figures.by_kind, figures.by_queue)
     return Response(body, media_type=CONTENT_TYPE)
 
 
@@ -152,7 +152,15 @@ async def enqueue(
             )
         key = idempotency_key
     inserted = await service_of(request).enqueue(
-        Enqueue(body.kind, body.payload, body.max_attempts, body.run_after, key)
+        Enqueue(
+            body.kind,
+            body.payload,
+            body.max_attempts,
+            body.run_after,
+            key,
+            body.priority,
+            body.queue,
+        )
     )
     return reply(JobOut.of(inserted.job), 201 if inserted.created else 200)
 
@@ -167,7 +175,15 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
     """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none."""
     inserted = await service_of(request).enqueue_many(
         [
-            Enqueue(j.kind, j.payload, j.max_attempts, j.run_after, j.idempotency_key)
+            Enqueue(
+                j.kind,
+                j.payload,
+                j.max_attempts,
+                j.run_after,
+                j.idempotency_key,
+                j.priority,
+                j.queue,
+            )
             for j in body.jobs
         ]
     )
@@ -193,6 +209,7 @@ async def lease(body: LeaseRequest, request: Request) -> Response:
         body.kinds,
         max_jobs=body.max_jobs or 1,
         wait_seconds=body.wait_seconds,
+        queues=body.queues,
         gone=request.is_disconnected,
     )
     if not jobs:
@@ -334,6 +351,18 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
 )
 async def release(job_id: str, body: ReleaseRequest, request: Request) -> Response:
     return reply(JobOut.of(await service_of(request).release(parse_job_id(job_id), body.token)))
+
+
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    dependencies=_PRODUCER,
+)
+async def cancel(job_id: str, request: Request) -> Response:
+    """Queued and dead jobs are cancelled at once; a running job is marked, and ends
+    cancelled at its holder's next report (its renewals answer 409 job_cancelled)."""
+    return reply(JobOut.of(await service_of(request).cancel(parse_job_id(job_id))))
 
 
 @router.post(

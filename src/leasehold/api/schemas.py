@@ -21,8 +21,10 @@ from pydantic import (
     StrictInt,
 )
 
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus
+from leasehold.core.schedule import CatchUp, Schedule, ScheduleSpec
+from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
+from leasehold.store.base import KindLimit
 
 MAX_KIND_LENGTH = 200
 MAX_KEY_LENGTH = 255
@@ -31,6 +33,10 @@ MAX_ERROR_LENGTH = 65_536
 MAX_KINDS_PER_LEASE = 100
 MAX_JOBS_PER_LEASE = 1000
 MAX_ATTEMPTS_LIMIT = 1000
+MAX_QUEUE_LENGTH = 100
+MAX_QUEUES_PER_LEASE = 100
+MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
+MAX_RUNNING_LIMIT = 100_000
 
 
 def _printable(value: str) -> str:
@@ -71,6 +77,13 @@ IdempotencyKey = Annotated[
 ]
 WorkerId = Annotated[
     str, Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH), AfterValidator(_printable)
+]
+QueueName = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUEUE_LENGTH), AfterValidator(_printable)
+]
+Priority = Annotated[
+    StrictInt,
+    Field(ge=MIN_PRIORITY, le=MAX_PRIORITY, description="higher is leased first (default 0)"),
 ]
 Token = Annotated[StrictInt, Field(ge=0, le=2**63 - 1, description="the lease's fencing token")]
 # Numbers are JSON numbers: StrictFloat refuses "10" and true, which lax floats take.
@@ -123,6 +136,8 @@ class EnqueueRequest(Strict):
         default=None, description="not leased before this time (default: at once)"
     )
     idempotency_key: IdempotencyKey | None = None
+    priority: Priority | None = None
+    queue: QueueName | None = Field(default=None, description='default "default"')
 
 
 class LeaseRequest(Strict):
@@ -134,6 +149,9 @@ class LeaseRequest(Strict):
     )
     lease_seconds: LeaseSeconds | None = None
     kinds: Annotated[list[Kind], Field(min_length=1, max_length=MAX_KINDS_PER_LEASE)] | None = None
+    queues: (
+        Annotated[list[QueueName], Field(min_length=1, max_length=MAX_QUEUES_PER_LEASE)] | None
+    ) = Field(default=None, description="lease only from these queues (default: any)")
     wait_seconds: Annotated[StrictFloat, Field(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = (
         Field(default=0.0, description="long poll: wait this long for a job before a 204")
     )
@@ -217,6 +235,11 @@ class JobOut(BaseModel):
     last_error: str | None
     leased_at: UtcTime | None
     finished_at: UtcTime | None
+    priority: int
+    queue: str
+    cancel_requested: bool = Field(
+        description="a cancel was asked for: a running job ends at its holder's next report"
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -237,6 +260,9 @@ class JobOut(BaseModel):
             last_error=job.last_error,
             leased_at=job.leased_at,
             finished_at=job.finished_at,
+            priority=job.priority,
+            queue=job.queue,
+            cancel_requested=job.cancel_requested,
         )
 
 
@@ -314,6 +340,7 @@ class RequeueCount(BaseModel):
 class StatsOut(BaseModel):
     by_status: dict[str, int] = Field(description="jobs by status, every status present")
     by_kind: dict[str, dict[str, int]] = Field(description="jobs by kind, then status")
+    by_queue: dict[str, dict[str, int]] = Field(description="jobs by queue, then status")
     totals: dict[str, int] = Field(description="events since the database began")
     totals_by_kind: dict[str, dict[str, int]]
     avg_wait_seconds: float | None = Field(
@@ -340,3 +367,105 @@ class ErrorOut(BaseModel):
     error: str = Field(description="a stable machine-readable code")
     message: str
     detail: list[dict[str, Any]] | None = None
+
+
+# -- schedules and limits ------------------------------------------------------------------
+
+SCHEDULE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+
+
+class ScheduleRequest(Strict):
+    cron: Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        description="5 fields (minute hour day month weekday) or 6 with seconds first"
+    )
+    timezone: Annotated[str, Field(min_length=1, max_length=64)] = Field(
+        default="UTC", description="IANA time zone the cron expression is read in"
+    )
+    kind: Kind
+    payload: JsonValue = None
+    queue: QueueName = DEFAULT_QUEUE
+    priority: Priority = 0
+    max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = 5
+    catch_up: CatchUp = Field(
+        default=CatchUp.SKIP,
+        description="fire times missed while no coordinator ran: skip them, or run the"
+        " latest of them once",
+    )
+    enabled: StrictBool = True
+
+    def spec(self, name: str) -> ScheduleSpec:
+        return ScheduleSpec(
+            name=name,
+            cron=self.cron,
+            kind=self.kind,
+            timezone=self.timezone,
+            payload=self.payload,
+            queue=self.queue,
+            priority=self.priority,
+            max_attempts=self.max_attempts,
+            catch_up=self.catch_up,
+            enabled=self.enabled,
+        )
+
+
+class ScheduleOut(BaseModel):
+    name: str
+    cron: str
+    timezone: str
+    kind: str
+    payload: JsonValue
+    queue: str
+    priority: int
+    max_attempts: int
+    catch_up: CatchUp
+    enabled: bool
+    next_fire_at: UtcTime = Field(description="the next fire time not yet handled")
+    last_fire_at: UtcTime | None = Field(description="the latest fire time that got a job")
+    created_at: UtcTime
+    updated_at: UtcTime
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> ScheduleOut:
+        spec = schedule.spec
+        return cls.model_construct(
+            name=spec.name,
+            cron=spec.cron,
+            timezone=spec.timezone,
+            kind=spec.kind,
+            payload=spec.payload,
+            queue=spec.queue,
+            priority=spec.priority,
+            max_attempts=spec.max_attempts,
+            catch_up=spec.catch_up,
+            enabled=spec.enabled,
+            next_fire_at=schedule.next_fire_at,
+            last_fire_at=schedule.last_fire_at,
+            created_at=schedule.created_at,
+            updated_at=schedule.updated_at,
+        )
+
+
+class ScheduleList(BaseModel):
+    schedules: list[ScheduleOut]
+
+
+class LimitRequest(Strict):
+    max_running: Annotated[StrictInt, Field(ge=1, le=MAX_RUNNING_LIMIT)] = Field(
+        description="at most this many jobs of the kind running at once"
+    )
+
+
+class LimitOut(BaseModel):
+    kind: str
+    max_running: int
+    running: int = Field(description="jobs of the kind running when this was read")
+
+    @classmethod
+    def of(cls, limit: KindLimit) -> LimitOut:
+        return cls.model_construct(
+            kind=limit.kind, max_running=limit.max_running, running=limit.running
+        )
+
+
+class LimitList(BaseModel):
+    limits: list[LimitOut]

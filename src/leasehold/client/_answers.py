@@ -16,17 +16,21 @@ from leasehold.errors import (
     IdempotencyConflict,
     InvalidRequest,
     InvalidTransition,
+    JobCancelled,
     JobNotFound,
     LeaseExpired,
     LeaseholdError,
+    LimitNotFound,
+    NotFound,
     PayloadTooLarge,
     ReportConflict,
+    ScheduleNotFound,
     StaleToken,
     Unauthorized,
     Unavailable,
     UnsupportedMediaType,
 )
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus
+from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -35,6 +39,10 @@ _BY_CODE: dict[str, type[LeaseholdError]] = {
     cls.code: cls
     for cls in (
         JobNotFound,
+        ScheduleNotFound,
+        LimitNotFound,
+        NotFound,
+        JobCancelled,
         Conflict,
         StaleToken,
         LeaseExpired,
@@ -148,6 +156,10 @@ def parse_job(data: Any) -> Job:
             idempotency_key=data.get("idempotency_key"),
             result=data.get("result"),
             last_error=data.get("last_error"),
+            # Absent from coordinators older than priorities, queues and cancellation.
+            priority=int(data.get("priority", 0)),
+            queue=str(data.get("queue", DEFAULT_QUEUE)),
+            cancel_requested=bool(data.get("cancel_requested", False)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise LeaseholdError(f"the coordinator's answer is not a job: {exc!r}") from exc

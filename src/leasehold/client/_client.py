@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 import os
 import random
@@ -9,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 from leasehold.client._answers import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -109,6 +111,8 @@ class Client:
         max_attempts: int | None = None,
         run_after: datetime | None = None,
         idempotency_key: str | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
     ) -> Job:
         """Add a job; the coordinator's defaults apply to what is not given.
 
@@ -118,7 +122,7 @@ class Client:
         your own to make the enqueue idempotent across processes and restarts as well:
         the same key with the same request returns the job already stored.
         """
-        new = NewJob(kind, payload, max_attempts, run_after, idempotency_key)
+        new = NewJob(kind, payload, max_attempts, run_after, idempotency_key, priority, queue)
         return parse_job(await self._call("POST", "/jobs", new.body()))
 
     async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[Job]:
@@ -140,6 +144,7 @@ class Client:
         lease_seconds: float | None = None,
         kinds: Sequence[str] | None = None,
         wait_seconds: float = 0.0,
+        queues: Sequence[str] | None = None,
     ) -> Lease | None:
         """Lease the next due job, waiting up to ``wait_seconds`` for one; None if none came.
 
@@ -150,6 +155,7 @@ class Client:
             worker_id=worker_id,
             lease_seconds=lease_seconds,
             kinds=list(kinds) if kinds is not None else None,
+            queues=list(queues) if queues is not None else None,
             wait_seconds=wait_seconds,
         )
         timeout = wait_seconds + self._transport.timeout_seconds
@@ -199,8 +205,13 @@ class Client:
         data = await self._call("GET", f"/jobs/{job_id}/attempts")
         return [parse_attempt(job_id, a) for a in data["attempts"]]
 
+    async def cancel(self, job_id: int) -> Job:
+        """Cancel a job: queued and dead jobs at once; a running one is marked, its worker
+        told at its next renewal, and it ends cancelled when the worker reports."""
+        return parse_job(await self._call("POST", f"/jobs/{job_id}/cancel"))
+
     async def requeue(self, job_id: int) -> Job:
-        """Bring a dead job back: queued at once, attempts reset."""
+        """Bring a dead or cancelled job back: queued at once, attempts reset."""
         return parse_job(await self._call("POST", f"/jobs/{job_id}/requeue"))
 
     async def requeue_dead(
@@ -228,3 +239,61 @@ class Client:
         params = drop_none(status=status and str(status), kind=kind, cursor=cursor)
         data = await self._call("GET", "/jobs", params={**params, "limit": str(limit)})
         return JobPage([parse_job(j) for j in data["jobs"]], data["next_cursor"])
+
+    # -- schedules and limits (answers as parsed JSON, see DESIGN.md §9) -----------------
+
+    async def put_schedule(
+        self,
+        name: str,
+        *,
+        cron: str,
+        kind: str,
+        timezone: str | None = None,
+        payload: JSON = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        catch_up: str | None = None,
+        enabled: bool | None = None,
+    ) -> dict[str, Any]:
+        """Create or replace schedule ``name``; the coordinator's defaults apply to what is
+        not given. The schedule starts at its first fire time from now."""
+        body = drop_none(
+            cron=cron,
+            kind=kind,
+            timezone=timezone,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            catch_up=catch_up,
+            enabled=enabled,
+        )
+        path = f"/schedules/{quote(name, safe='')}"
+        data: dict[str, Any] = await self._call("PUT", path, {**body, "payload": payload})
+        return data
+
+    async def schedules(self) -> builtins.list[dict[str, Any]]:
+        data = await self._call("GET", "/schedules")
+        schedules: builtins.list[dict[str, Any]] = data["schedules"]
+        return schedules
+
+    async def get_schedule(self, name: str) -> dict[str, Any]:
+        data: dict[str, Any] = await self._call("GET", f"/schedules/{quote(name, safe='')}")
+        return data
+
+    async def delete_schedule(self, name: str) -> None:
+        await self._call("DELETE", f"/schedules/{quote(name, safe='')}")
+
+    async def put_limit(self, kind: str, max_running: int) -> dict[str, Any]:
+        """At most ``max_running`` jobs of ``kind`` running at once, across all workers."""
+        body = {"max_running": max_running}
+        data: dict[str, Any] = await self._call("PUT", f"/limits/{quote(kind, safe='')}", body)
+        return data
+
+    async def delete_limit(self, kind: str) -> None:
+        await self._call("DELETE", f"/limits/{quote(kind, safe='')}")
+
+    async def limits(self) -> builtins.list[dict[str, Any]]:
+        data = await self._call("GET", "/limits")
+        limits: builtins.list[dict[str, Any]] = data["limits"]
+        return limits

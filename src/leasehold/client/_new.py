@@ -23,6 +23,8 @@ class NewJob:
     max_attempts: int | None = None
     run_after: datetime | None = None
     idempotency_key: str | None = None
+    priority: int | None = None
+    queue: str | None = None
 
     def body(self) -> dict[str, Any]:
         """The enqueue request. A job without a key gets a random one, so that a retried
@@ -32,5 +34,7 @@ class NewJob:
             max_attempts=self.max_attempts,
             run_after=self.run_after.isoformat() if self.run_after else None,
             idempotency_key=self.idempotency_key or f"auto-{uuid.uuid4().hex}",
+            priority=self.priority,
+            queue=self.queue,
         )
         return {**fields, "payload": self.payload}

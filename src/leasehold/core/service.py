@@ -18,6 +18,7 @@ from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
+    decide_cancel,
     decide_complete,
     decide_expire,
     decide_fail,
@@ -26,14 +27,15 @@ from leasehold.core.transitions import (
     decide_requeue,
     request_fingerprint,
 )
-from leasehold.errors import JobNotFound, LeaseholdError, PayloadTooLarge
+from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
 from leasehold.metrics import Metrics
-from leasehold.model import JSON, Attempt, Job, JobStatus
+from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
     DeadFilter,
     Decide,
     Inserted,
     JobFilter,
+    KindLimit,
     LeaseRequest,
     NewJob,
     Store,
@@ -55,6 +57,8 @@ class Enqueue:
     max_attempts: int | None = None
     run_after: datetime | None = None
     idempotency_key: str | None = None
+    priority: int | None = None
+    queue: str | None = None
 
     def new_job(self) -> NewJob:
         return NewJob(
@@ -64,8 +68,15 @@ class Enqueue:
             run_after=self.run_after,
             idempotency_key=self.idempotency_key,
             request_hash=request_fingerprint(
-                self.kind, self.payload, self.max_attempts, self.run_after
+                self.kind,
+                self.payload,
+                self.max_attempts,
+                self.run_after,
+                self.priority,
+                self.queue,
             ),
+            priority=self.priority or 0,
+            queue=self.queue or DEFAULT_QUEUE,
         )
 
 
@@ -155,7 +166,7 @@ class JobService:
         self.stopping = True
         self.wakeup.notify()
 
-    def _oversize(self, what: str, value: JSON) -> PayloadTooLarge | None:
+    def oversize(self, what: str, value: JSON) -> PayloadTooLarge | None:
         # Measured as stored: compact JSON. The body cap alone would let a payload nearly
         # as large as the body through; this one bounds what each row costs to keep and to
         # hand out again on every lease.
@@ -173,7 +184,7 @@ class JobService:
         """All in one transaction: a conflicting idempotency key inserts none of them, and
         neither does a payload over the cap."""
         for r in requests:
-            if too_large := self._oversize("payload", r.payload):
+            if too_large := self.oversize("payload", r.payload):
                 raise too_large
         inserted = await self.store.job_insert_many([r.new_job() for r in requests])
         created = [i.job for i in inserted if i.created]
@@ -193,6 +204,7 @@ class JobService:
         *,
         max_jobs: int = 1,
         wait_seconds: float = 0.0,
+        queues: Sequence[str] | None = None,
         gone: Callable[[], Awaitable[bool]] | None = None,
     ) -> list[Job]:
         """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
@@ -201,7 +213,11 @@ class JobService:
         long poll asks it before each new look, so that no job is leased to nobody.
         """
         request = LeaseRequest(
-            worker_id, lease_seconds, tuple(kinds) if kinds is not None else None, max_jobs
+            worker_id,
+            lease_seconds,
+            tuple(kinds) if kinds is not None else None,
+            max_jobs,
+            tuple(queues) if queues is not None else None,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
@@ -259,7 +275,7 @@ class JobService:
 
     async def complete_many(self, items: Sequence[Complete]) -> list[Job | LeaseholdError]:
         """A result over the cap is refused on its own, like any other item's error."""
-        refused = {n: e for n, i in enumerate(items) if (e := self._oversize("result", i.result))}
+        refused = {n: e for n, i in enumerate(items) if (e := self.oversize("result", i.result))}
         accepted = [
             (i.job_id, i.token, partial(_complete, i.token, i.result))
             for n, i in enumerate(items)
@@ -310,6 +326,24 @@ class JobService:
 
     async def requeue(self, job_id: int) -> Job:
         return await self._decide(job_id, None, _requeue)
+
+    async def cancel(self, job_id: int) -> Job:
+        """Cancel a job: at once unless it is running (then at its holder's next report)."""
+        return await self._decide(job_id, None, _cancel)
+
+    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
+        limit = await self.store.limit_put(kind, max_running)
+        log.info("limit.set", kind=kind, max_running=max_running)
+        return limit
+
+    async def limit_delete(self, kind: str) -> None:
+        if not await self.store.limit_delete(kind):
+            raise LimitNotFound("no concurrency limit is set for that kind")
+        log.info("limit.removed", kind=kind)
+        self.wakeup.notify()  # jobs held back by the limit may be leased now
+
+    async def limits(self) -> list[KindLimit]:
+        return await self.store.limit_list()
 
     async def requeue_dead(self, query: DeadFilter) -> int:
         """Requeue the dead jobs matching the filter; how many moved."""
@@ -411,11 +445,16 @@ def _requeue(job: Job, now: datetime) -> Outcome:
     return decide_requeue(job, now)
 
 
+def _cancel(job: Job, now: datetime) -> Outcome:
+    return decide_cancel(job, now)
+
+
 def _fields(job: Job, token: int | None = None) -> dict[str, object]:
     """The fields every log line about a job carries (never its payload)."""
     return {
         "job_id": job.id,
         "kind": job.kind,
+        "queue": job.queue,
         "attempt": job.attempts,
         "worker_id": job.lease_owner,
         "token": token if token is not None else job.lease_token,
@@ -431,6 +470,8 @@ _EVENT_NAMES = {
     "released": "job.released",
     "requeued": "job.requeued",
     "stale_token": "token.stale",
+    "cancelled": "job.cancelled",
+    "cancel_requested": "job.cancel_requested",
 }
 
 

@@ -24,6 +24,8 @@ EVENTS = (
     "stale_token",
     "released",
     "requeued",
+    "cancel_requested",
+    "cancelled",
 )
 
 
@@ -31,6 +33,7 @@ EVENTS = (
 class Stats:
     by_status: dict[str, int]
     by_kind: dict[str, dict[str, int]]
+    by_queue: dict[str, dict[str, int]]
     totals: dict[str, int]
     totals_by_kind: dict[str, dict[str, int]]
     avg_wait_seconds: float | None
@@ -60,6 +63,9 @@ def summarize(snapshot: StatsSnapshot) -> Stats:
     for (kind, status), n in snapshot.counts.items():
         by_status[status] += n
         by_kind.setdefault(kind, dict.fromkeys((s.value for s in JobStatus), 0))[status] += n
+    by_queue: dict[str, dict[str, int]] = {}
+    for (queue, status), n in snapshot.queue_counts.items():
+        by_queue.setdefault(queue, dict.fromkeys((s.value for s in JobStatus), 0))[status] += n
     totals = dict.fromkeys(EVENTS, 0)
     totals_by_kind: dict[str, dict[str, int]] = defaultdict(dict)
     for (event, kind), n in snapshot.totals.items():
@@ -73,6 +79,7 @@ def summarize(snapshot: StatsSnapshot) -> Stats:
     return Stats(
         by_status=by_status,
         by_kind=dict(sorted(by_kind.items())),
+        by_queue=dict(sorted(by_queue.items())),
         totals=totals,
         totals_by_kind=dict(sorted(totals_by_kind.items())),
         avg_wait_seconds=_average(longer, "leased"),

@@ -19,6 +19,7 @@ import orjson
 from leasehold.core.backoff import BackoffPolicy, retry_delay
 from leasehold.errors import (
     InvalidTransition,
+    JobCancelled,
     LeaseExpired,
     LeaseholdError,
     ReportConflict,
@@ -77,6 +78,8 @@ def decide_renew(job: Job, token: int, lease_seconds: float | None, now: datetim
     stale = fence(job, token)
     if stale:
         return _rejected(job, stale, "stale_token")
+    if job.cancel_requested or job.status is JobStatus.CANCELLED:
+        return _rejected(job, JobCancelled(f"job {job.id} was cancelled: stop working on it"))
     if job.status is not JobStatus.RUNNING or job.report is not None:
         return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
     if is_expired(job, now):
@@ -86,15 +89,26 @@ def decide_renew(job: Job, token: int, lease_seconds: float | None, now: datetim
     return Outcome(renewed, changed=True, events=("renewed",))
 
 
-def _check_report(job: Job, token: int, report: Report) -> Outcome | None:
+def _check_report(
+    job: Job, token: int, report: Report, now: datetime, error: str | None = None
+) -> Outcome | None:
     """Shared fencing for complete / fail / release: None means "go ahead".
 
     A report under the current token is accepted even after the lease expired, as long as
     no newer lease was issued: fencing, not the lease's clock, decides who may write.
+    Cancellation comes next: a report on a job being cancelled ends it as cancelled, and a
+    report on a cancelled job is acknowledged (fail, release) or refused (complete), never
+    recorded as the job's outcome.
     """
     stale = fence(job, token)
     if stale:
         return _rejected(job, stale, "stale_token")
+    if job.status is JobStatus.CANCELLED:
+        if report is Report.COMPLETED:
+            return _rejected(job, _cancelled(job))
+        return _unchanged(job)
+    if job.cancel_requested and job.status is JobStatus.RUNNING and job.report is None:
+        return _finish_cancelled(job, report, now, error)
     if job.report is report:
         return _unchanged(job)  # a retried request: answer as before, change nothing
     if job.report is not None:
@@ -105,9 +119,32 @@ def _check_report(job: Job, token: int, report: Report) -> Outcome | None:
     return None
 
 
+def _cancelled(job: Job) -> JobCancelled:
+    return JobCancelled(f"job {job.id} was cancelled; its result is not recorded")
+
+
+def _finish_cancelled(job: Job, report: Report, now: datetime, error: str | None) -> Outcome:
+    """The holder of a job being cancelled reported: the job ends cancelled, whatever it
+    said. A completion is answered with JobCancelled so the worker knows it did not count."""
+    done = job.replace(
+        status=JobStatus.CANCELLED,
+        report=report,
+        finished_at=now,
+        lease_expires_at=None,
+        last_error=error or f"cancelled while running (the holder {report})",
+    )
+    return Outcome(
+        done,
+        changed=True,
+        error=_cancelled(job) if report is Report.COMPLETED else None,
+        attempt=AttemptOutcome.CANCELLED,
+        events=("cancelled",),
+    )
+
+
 def decide_complete(job: Job, token: int, result: JSON, now: datetime) -> Outcome:
     """Record success. The first result under a token stays; repeats change nothing."""
-    verdict = _check_report(job, token, Report.COMPLETED)
+    verdict = _check_report(job, token, Report.COMPLETED, now)
     if verdict:
         return verdict
     done = job.replace(
@@ -128,7 +165,7 @@ def decide_fail(
     retry_after_seconds: float | None = None,
 ) -> Outcome:
     """Record failure: retry after a backoff, or dead when out of attempts or not retryable."""
-    verdict = _check_report(job, token, Report.FAILED)
+    verdict = _check_report(job, token, Report.FAILED, now, error)
     if verdict:
         return verdict
     if not retryable or job.attempts >= job.max_attempts:
@@ -158,7 +195,7 @@ def decide_release(job: Job, token: int, now: datetime) -> Outcome:
     A release gives back the attempt its lease counted, so a job handed back on its last
     attempt is not lost to the dead list.
     """
-    verdict = _check_report(job, token, Report.RELEASED)
+    verdict = _check_report(job, token, Report.RELEASED, now)
     if verdict:
         return verdict
     if job.status is not JobStatus.RUNNING:
@@ -184,6 +221,19 @@ def decide_expire(job: Job, token: int, now: datetime) -> Outcome:
     ):
         return _unchanged(job)
     error = f"lease expired (token {token}, worker {job.lease_owner})"
+    if job.cancel_requested:  # nobody will finish it: the cancellation is complete
+        after = job.replace(
+            status=JobStatus.CANCELLED,
+            last_error=f"{error} while it was being cancelled",
+            finished_at=now,
+            lease_expires_at=None,
+        )
+        return Outcome(
+            after,
+            changed=True,
+            attempt=AttemptOutcome.CANCELLED,
+            events=("lease_expired", "cancelled"),
+        )
     if job.attempts >= job.max_attempts:
         after = job.replace(status=JobStatus.DEAD, last_error=error, finished_at=now)
         events: tuple[str, ...] = ("lease_expired", "dead")
@@ -197,29 +247,68 @@ def decide_expire(job: Job, token: int, now: datetime) -> Outcome:
 
 
 def decide_requeue(job: Job, now: datetime) -> Outcome:
-    """An operator brings a dead job back: queued at once with its attempts reset.
+    """An operator brings a dead or cancelled job back: queued at once, attempts reset.
 
     The lease token is kept (the next lease gets the next one) and revoked, so a late
     report from the last holder cannot finish the revived job.
     """
-    if job.status is not JobStatus.DEAD:
+    if job.status not in (JobStatus.DEAD, JobStatus.CANCELLED):
         return _rejected(
-            job, InvalidTransition(f"job {job.id} is {job.status}; only dead jobs are requeued")
+            job,
+            InvalidTransition(
+                f"job {job.id} is {job.status}; only dead or cancelled jobs are requeued"
+            ),
         )
     revived = job.replace(
         status=JobStatus.QUEUED,
         attempts=0,
         run_after=now,
-        report=Report.REVOKED,
+        # A job cancelled before its first lease has no token to revoke (0 is never valid).
+        report=Report.REVOKED if job.lease_token else None,
         lease_expires_at=None,
         finished_at=None,
+        cancel_requested=False,
     )
     return Outcome(revived, changed=True, events=("requeued",))
 
 
+def decide_cancel(job: Job, now: datetime) -> Outcome:
+    """Cancel a job. Queued and dead jobs are cancelled at once; a running job is marked,
+    so its holder hears of it at its next renew and its next report (or the reaper) ends
+    it. Repeats change nothing; a completed job stays completed."""
+    if job.status is JobStatus.COMPLETED:
+        return _rejected(
+            job, InvalidTransition(f"job {job.id} is completed; it cannot be cancelled")
+        )
+    if job.status is JobStatus.CANCELLED or job.cancel_requested:
+        return _unchanged(job)
+    if job.status is JobStatus.RUNNING:
+        marked = job.replace(cancel_requested=True)
+        return Outcome(marked, changed=True, events=("cancel_requested",))
+    # Queued or dead. A late report under the current token now meets the cancellation.
+    cancelled = job.replace(
+        status=JobStatus.CANCELLED,
+        cancel_requested=True,
+        finished_at=now,
+        lease_expires_at=None,
+    )
+    return Outcome(cancelled, changed=True, events=("cancelled",))
+
+
 def request_fingerprint(
-    kind: str, payload: JSON, max_attempts: int | None, run_after: datetime | None
+    kind: str,
+    payload: JSON,
+    max_attempts: int | None,
+    run_after: datetime | None,
+    priority: int | None = None,
+    queue: str | None = None,
 ) -> str:
-    """A digest of an enqueue request as given, to tell a retry from a different request."""
-    given = [kind, payload, max_attempts, run_after.isoformat() if run_after else None]
+    """A digest of an enqueue request as given, to tell a retry from a different request.
+
+    Priority and queue are added only when given, so a request that names neither hashes
+    as it did before they existed (keys used before an upgrade still match their retries).
+    """
+    given: list[JSON] = [kind, payload, max_attempts, run_after.isoformat() if run_after else None]
+    if priority is not None or queue is not None:
+        given += [priority, queue]
     return hashlib.sha256(orjson.dumps(given, option=orjson.OPT_SORT_KEYS)).hexdigest()

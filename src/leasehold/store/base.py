@@ -12,12 +12,13 @@ The rules are not here: a backend reads a job, hands it to a ``Decide`` function
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from leasehold.core.schedule import Firing, Schedule, ScheduleSpec, idempotency_key
 from leasehold.core.transitions import Outcome
-from leasehold.model import JSON, Attempt, Job, JobStatus
+from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 
 Decide = Callable[[Job, datetime], Outcome]
 """A rule bound to its request: takes the stored job and now, returns the outcome."""
@@ -31,6 +32,8 @@ class NewJob:
     run_after: datetime | None  # None: available at once
     idempotency_key: str | None
     request_hash: str
+    priority: int = 0
+    queue: str = DEFAULT_QUEUE
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,12 @@ class LeaseRequest:
     lease_seconds: float
     kinds: tuple[str, ...] | None  # None: any kind
     max_jobs: int = 1
+    queues: tuple[str, ...] | None = None  # None: any queue
+
+
+def lease_order(job: Job) -> tuple[int, datetime, int]:
+    """The order jobs are leased in: highest priority, then oldest run_after, then id."""
+    return (-job.priority, job.run_after, job.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,45 @@ class StatsSnapshot:
     # window seconds -> (event, kind) -> (count, sum of its values) over that window
     windows: dict[int, dict[tuple[str, str], tuple[int, float]]]
     oldest_available_at: datetime | None  # run_after of the longest-waiting available job
+    queue_counts: dict[tuple[str, JobStatus], int] = field(default_factory=dict)  # by queue
+
+
+@dataclass(frozen=True, slots=True)
+class KindLimit:
+    kind: str
+    max_running: int
+    running: int  # jobs of the kind running now, counted when read
+
+
+PlanFires = Callable[[Schedule, datetime], Firing]
+"""The scheduler's rule bound to its settings: takes a due schedule and now."""
+FirstFire = Callable[[ScheduleSpec, datetime], datetime]
+"""Where a new or replaced schedule starts, given now."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """What firing one due schedule did."""
+
+    name: str
+    firing: Firing
+    jobs: list[Inserted]  # one per fire time; created False: another coordinator got there
+
+
+def scheduled_job(schedule: Schedule, fire_time: datetime) -> NewJob:
+    """The job a schedule enqueues for one fire time, keyed so it exists at most once."""
+    spec = schedule.spec
+    key = idempotency_key(spec.name, fire_time)
+    return NewJob(
+        kind=spec.kind,
+        payload=spec.payload,
+        max_attempts=spec.max_attempts,
+        run_after=None,
+        idempotency_key=key,
+        request_hash=key,  # never compared: a used key means "already fired"
+        priority=spec.priority,
+        queue=spec.queue,
+    )
 
 
 class Store(Protocol):
@@ -109,7 +157,8 @@ class Store(Protocol):
         ...
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
-        """Lease up to ``max_jobs`` available jobs, oldest run_after first, then by id.
+        """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
+        run_after, then lowest id; never more running jobs of a kind than its limit.
 
         Each leased job gets lease_token + 1, attempts + 1, status running, the lease's
         owner and expiry, and a new attempt record; all in one statement per job set.
@@ -156,4 +205,39 @@ class Store(Protocol):
 
     async def counter_totals(self) -> dict[tuple[str, str], int]:
         """Totals by (event name, kind) counted since the database was created."""
+        ...
+
+    # -- schedules --------------------------------------------------------------------
+
+    async def schedule_put(self, spec: ScheduleSpec, first: FirstFire) -> tuple[Schedule, bool]:
+        """Create or replace a schedule, starting at ``first(spec, now)``; True if created."""
+        ...
+
+    async def schedule_get(self, name: str) -> Schedule | None: ...
+
+    async def schedule_list(self) -> list[Schedule]:
+        """Every schedule, by name."""
+        ...
+
+    async def schedule_delete(self, name: str) -> bool:
+        """False if there was no such schedule."""
+        ...
+
+    async def schedules_fire(self, plan: PlanFires, limit: int) -> list[Fired]:
+        """For up to ``limit`` enabled schedules that are due: plan, enqueue one job per
+        planned fire time (``scheduled_job``; a used key is a run enqueued before) and move
+        ``next_fire_at`` with a compare-and-set on the value read, all in one transaction.
+        Schedules that another coordinator is firing right now are left to it."""
+        ...
+
+    # -- concurrency limits -------------------------------------------------------------
+
+    async def limit_put(self, kind: str, max_running: int) -> KindLimit: ...
+
+    async def limit_delete(self, kind: str) -> bool:
+        """False if no limit was set for the kind."""
+        ...
+
+    async def limit_list(self) -> list[KindLimit]:
+        """Every limit, by kind, with the kind's running jobs counted now."""
         ...

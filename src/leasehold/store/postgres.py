@@ -24,29 +24,34 @@ import asyncpg
 import orjson
 import structlog
 
+from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, InvalidRequest, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import postgres_pick as pick
+from leasehold.store import postgres_sched as sched
 from leasehold.store.base import (
     DeadFilter,
     Decide,
     Expired,
+    Fired,
+    FirstFire,
     Inserted,
     JobFilter,
+    KindLimit,
     LeaseRequest,
     NewJob,
+    PlanFires,
     StatsSnapshot,
+    lease_order,
+    scheduled_job,
 )
 from leasehold.store.migrations import migrations
 
 log = structlog.get_logger("leasehold")
 
 CHANNEL: Final = "leasehold_jobs"
-_COLUMNS: Final = (
-    "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
-    " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report"
-)
+_COLUMNS: Final = pick.COLUMNS
 # An arbitrary key every coordinator agrees on ("leasehol" in ASCII): one migrator at a time.
 _MIGRATION_LOCK: Final = 0x6C65617365686F6C
 _ACQUIRE_TIMEOUT: Final = 30.0  # seconds a request may wait for a pooled connection
@@ -77,68 +82,21 @@ _UNSTORABLE: Final = (
     asyncpg.exceptions.UntranslatableCharacterError,
 )
 
-# Leasing: the jobs to take are picked in an InitPlan (``= ANY(ARRAY(...))``) so that the
-# UPDATE finds them by primary key whatever the plan; ``id IN (...)`` lets a generic plan
-# hash-join a scan of every queued job. The history record and the count are written by
-# the same statement.
-_PICK_ANY: Final = (
-    "SELECT id FROM jobs WHERE status = 'queued' AND run_after <= now()"
-    " ORDER BY run_after, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-)
-# With kinds, one index range per kind, merged: ``kind = ANY($4)`` in one scan would
-# either sort every queued job of those kinds or walk the whole queue for a rare kind.
-# Each kind's head locks up to $3 rows and only $3 are leased; the rest are unlocked at
-# commit, a moment later.
-_PICK_KINDS: Final = (
-    "SELECT head.id FROM unnest($4::text[]) AS k(kind) CROSS JOIN LATERAL ("
-    " SELECT id, run_after FROM jobs WHERE status = 'queued' AND jobs.kind = k.kind"
-    " AND run_after <= now() ORDER BY run_after, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-    ") AS head ORDER BY head.run_after, head.id LIMIT $3"
-)
-# The counter row a session adds to (see the migration): sessions of any coordinator
-# rarely share one, and a total is the sum over at most 16 rows.
-_SHARD: Final = "pg_backend_pid() % 16"
-_SECOND: Final = "floor(extract(epoch FROM now()))::bigint"
+_SHARD: Final = pick.SHARD
+_SECOND: Final = pick.SECOND
 _ROLLUP_CONFLICT: Final = (
     "ON CONFLICT (second, name, kind, shard) DO UPDATE"
     " SET count = rollups.count + excluded.count, total = rollups.total + excluded.total"
 )
-_LEASE: Final = (
-    "WITH leased AS ("
-    " UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
-    " attempts = attempts + 1, lease_owner = $1,"
-    " lease_expires_at = now() + make_interval(secs => $2), lease_seconds = $2,"
-    " leased_at = now(), report = NULL"
-    " WHERE id = ANY(ARRAY({pick})) AND status = 'queued'"
-    f" RETURNING {_COLUMNS}"
-    "), history AS ("
-    " INSERT INTO attempts (job_id, token, worker_id, leased_at, outcome)"
-    " SELECT id, lease_token, lease_owner, leased_at, 'running' FROM leased"
-    "), agg AS ("
-    " SELECT kind, count(*) AS n,"
-    " sum(greatest(0, extract(epoch FROM leased_at - run_after)))::float8 AS waited"
-    " FROM leased GROUP BY kind"
-    "), counted AS ("
-    " INSERT INTO counters (name, kind, shard, value)"
-    f" SELECT c.name, agg.kind, {_SHARD}, c.sign * agg.n FROM agg CROSS JOIN (VALUES"
-    " ('jobs:queued', -1), ('jobs:running', 1), ('leased', 1)) AS c(name, sign)"
-    " ORDER BY c.name, agg.kind"
-    " ON CONFLICT (name, kind, shard) DO UPDATE SET value = counters.value + excluded.value"
-    "), rolled AS ("
-    " INSERT INTO rollups (second, name, kind, shard, count, total)"
-    f" SELECT {_SECOND}, 'leased', kind, {_SHARD}, n, waited FROM agg ORDER BY kind"
-    f" {_ROLLUP_CONFLICT}"
-    ") SELECT * FROM leased"
-)
-_LEASE_ANY: Final = _LEASE.format(pick=_PICK_ANY)
-_LEASE_KINDS: Final = _LEASE.format(pick=_PICK_KINDS)
+_MAX_KINDS_SCANNED: Final = 10_000  # kinds an unfiltered lease considers once limits exist
 # Rows sorted so that two transactions counting the same names lock them in one order.
 # Events named 'jobs:<status>' are count deltas, not events: they have no rollups.
 _COUNTED: Final = (
-    f"INSERT INTO counters (name, kind, shard, value) SELECT e.name, e.kind, {_SHARD}, e.n"
-    " FROM jsonb_to_recordset({events}::jsonb) AS e(name text, kind text, n bigint)"
-    " ORDER BY e.name, e.kind"
-    " ON CONFLICT (name, kind, shard) DO UPDATE SET value = counters.value + excluded.value"
+    "INSERT INTO counters (name, kind, queue, shard, value)"
+    f" SELECT e.name, e.kind, e.queue, {_SHARD}, e.n"
+    " FROM jsonb_to_recordset({events}::jsonb) AS e(name text, kind text, queue text, n bigint)"
+    " ORDER BY e.name, e.kind, e.queue ON CONFLICT (name, kind, queue, shard)"
+    " DO UPDATE SET value = counters.value + excluded.value"
 )
 _ROLLED: Final = (
     "INSERT INTO rollups (second, name, kind, shard, count, total)"
@@ -157,7 +115,7 @@ _WRITE: Final = (
     "WITH written AS ("
     " UPDATE jobs SET status = $4, attempts = $5, run_after = $6, lease_owner = $7,"
     " lease_expires_at = $8, lease_seconds = $9, finished_at = $10, result = $11,"
-    " last_error = $12, report = $13"
+    " last_error = $12, report = $13, cancel_requested = $19"
     " WHERE $14 AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
     "), closed AS ("
     " UPDATE attempts SET outcome = $15, finished_at = $16, error = $17"
@@ -190,6 +148,9 @@ def _job(row: asyncpg.Record) -> Job:
         result=orjson.loads(row["result"]) if row["result"] is not None else None,
         last_error=row["last_error"],
         report=Report(row["report"]) if row["report"] is not None else None,
+        priority=row["priority"],
+        queue=row["queue"],
+        cancel_requested=row["cancel_requested"],
     )
 
 
@@ -202,27 +163,30 @@ class _Tally:
     at its end in one statement, sorted so that transactions lock counter rows in one order."""
 
     def __init__(self) -> None:
-        self.n: Counter[tuple[str, str]] = Counter()
-        self.total: dict[tuple[str, str], float] = {}
+        self.n: Counter[tuple[str, str, str]] = Counter()
+        self.total: dict[tuple[str, str, str], float] = {}
 
-    def add(self, name: str, kind: str, n: int = 1, value: float = 0.0) -> None:
-        self.n[name, kind] += n
-        self.total[name, kind] = self.total.get((name, kind), 0.0) + value
+    def add(self, name: str, kind: str, n: int = 1, value: float = 0.0, queue: str = "") -> None:
+        """Events carry no queue (''); job counts ('jobs:<status>') do."""
+        key = (name, kind, queue)
+        self.n[key] += n
+        self.total[key] = self.total.get(key, 0.0) + value
 
-    def moved(self, kind: str, before: JobStatus | None, after: JobStatus) -> None:
+    def moved(self, job: Job, before: JobStatus | None, after: JobStatus) -> None:
         if before is not after:
             if before is not None:
-                self.add(f"jobs:{before}", kind, -1)
-            self.add(f"jobs:{after}", kind, 1)
+                self.add(f"jobs:{before}", job.kind, -1, queue=job.queue)
+            self.add(f"jobs:{after}", job.kind, 1, queue=job.queue)
 
     def __bool__(self) -> bool:
         return any(self.n.values())
 
     def json(self) -> str:
         rows = [
-            {"name": name, "kind": kind, "n": n, "total": self.total[name, kind]}
-            for (name, kind), n in sorted(self.n.items())
+            {"name": name, "kind": kind, "queue": queue, "n": n, "total": self.total[key]}
+            for key, n in sorted(self.n.items())
             if n
+            for name, kind, queue in [key]
         ]
         return orjson.dumps(rows).decode()
 
@@ -261,6 +225,7 @@ async def _write(
         now,
         None if completed else after.last_error,
         tally.json() if tally else "[]",
+        after.cancel_requested,
     )
     if written != outcome.changed:  # the row is locked: refuse rather than half-apply
         raise Unavailable(f"job {before.id} changed under a guarded write")
@@ -273,7 +238,7 @@ def _tally_outcome(tally: _Tally, before: Job, outcome: Outcome, now: datetime) 
             ran = max(0.0, (now - before.leased_at).total_seconds())
         tally.add(name, before.kind, 1, ran)
     if outcome.changed:
-        tally.moved(before.kind, before.status, outcome.job.status)
+        tally.moved(before, before.status, outcome.job.status)
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -421,20 +386,21 @@ class PostgresStore:
             for i in inserted:
                 if i.created:
                     tally.add("enqueued", i.job.kind)
-                    tally.moved(i.job.kind, None, JobStatus.QUEUED)
+                    tally.moved(i.job, None, JobStatus.QUEUED)
             await _count(conn, tally)
             if any(i.created for i in inserted):
                 await conn.execute(_NOTIFY)
             return inserted
 
     @staticmethod
-    async def _insert(conn: asyncpg.Connection, new: NewJob) -> Inserted:
+    async def _insert(conn: asyncpg.Connection, new: NewJob, *, compare: bool = True) -> Inserted:
+        """``compare=False``: a used key is taken as this job, whatever its request."""
         # ON CONFLICT waits for a concurrent insert of the same key to commit or roll back,
         # so two coordinators given the same key never both create a job.
         row = await conn.fetchrow(
             "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-            " idempotency_key, request_hash)"
-            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6)"
+            " idempotency_key, request_hash, priority, queue)"
+            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8)"
             f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}",
             new.kind,
             _json(new.payload),
@@ -442,6 +408,8 @@ class PostgresStore:
             new.run_after,
             new.idempotency_key,
             new.request_hash,
+            new.priority,
+            new.queue,
         )
         if row is not None:
             return Inserted(_job(row), created=True)
@@ -450,7 +418,7 @@ class PostgresStore:
                 f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = $1", new.idempotency_key
             )
         )
-        if existing.request_hash != new.request_hash:
+        if compare and existing.request_hash != new.request_hash:
             # The key itself is not quoted: it is client input (DESIGN.md §10).
             raise IdempotencyConflict(
                 f"the idempotency key was used for job {existing.id} with a different request"
@@ -458,12 +426,58 @@ class PostgresStore:
         return Inserted(existing, created=False)
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
+        kinds = list(dict.fromkeys(request.kinds)) if request.kinds is not None else None
+        queues = list(dict.fromkeys(request.queues)) if request.queues is not None else None
+        sql = pick.lease_sql(kinds=kinds is not None, queues=queues is not None, capped=False)
         args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
-        if request.kinds is not None:
-            args.append(list(dict.fromkeys(request.kinds)))  # a kind twice would fill n twice
+        args += [a for a in (kinds, queues) if a is not None]
         async with self._connection() as conn:
-            rows = await conn.fetch(_LEASE_ANY if request.kinds is None else _LEASE_KINDS, *args)
-        return sorted((_job(r) for r in rows), key=lambda j: (j.run_after, j.id))
+            rows = await conn.fetch(sql, *args)
+            if rows[0]["limited"]:
+                rows = await self._lease_capped(conn, request, kinds, queues)
+        return sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+
+    async def _lease_capped(
+        self,
+        conn: asyncpg.Connection,
+        request: LeaseRequest,
+        kinds: list[str] | None,
+        queues: list[str] | None,
+    ) -> list[asyncpg.Record]:
+        """A lease that some kind's limit applies to: lock the limited kinds' rows, count
+        their running jobs, and lease no kind past its room, in one transaction."""
+        async with conn.transaction():
+            if kinds is None:
+                kinds = [r["kind"] for r in await conn.fetch(pick.QUEUED_KINDS, _MAX_KINDS_SCANNED)]
+            room = dict.fromkeys(kinds, request.max_jobs)
+            # A kind already at its limit is left out without waiting for its lock: running
+            # jobs of a limited kind only grow under that lock, so the count cannot be low.
+            limits = {r["kind"]: r["max_running"] for r in await conn.fetch(pick.LIMITS, kinds)}
+            room |= await self._room(conn, limits)
+            wanted = [k for k in limits if room[k] > 0]
+            locked = {
+                r["kind"]: r["max_running"] for r in await conn.fetch(pick.LOCK_LIMITS, wanted)
+            }
+            room |= await self._room(conn, locked)
+            room |= {k: 0 for k in wanted if k not in locked}  # its limit went meanwhile: next time
+            open_kinds = [k for k in kinds if room[k] > 0]
+            if not open_kinds:
+                return []
+            sql = pick.lease_sql(kinds=True, queues=queues is not None, capped=True)
+            args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
+            args += [open_kinds, [min(room[k], request.max_jobs) for k in open_kinds]]
+            if queues is not None:
+                args.append(queues)
+            rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
+            return rows
+
+    @staticmethod
+    async def _room(conn: asyncpg.Connection, limits: dict[str, int]) -> dict[str, int]:
+        """How many more jobs of each limited kind may run, counted now."""
+        if not limits:
+            return {}
+        running = {r["kind"]: r["n"] for r in await conn.fetch(pick.RUNNING, list(limits))}
+        return {kind: n - running.get(kind, 0) for kind, n in limits.items()}
 
     async def job_get(self, job_id: int) -> Job | None:
         async with self._connection() as conn:
@@ -581,14 +595,18 @@ class PostgresStore:
     async def stats(self, windows: Sequence[int]) -> StatsSnapshot:
         async with self._transaction() as conn:
             now: datetime = await conn.fetchval("SELECT now()")
-            counts: dict[tuple[str, JobStatus], int] = {}
+            counts: Counter[tuple[str, JobStatus]] = Counter()
+            queue_counts: Counter[tuple[str, JobStatus]] = Counter()
             totals: dict[tuple[str, str], int] = {}
             for r in await conn.fetch(
-                "SELECT name, kind, sum(value)::bigint AS n FROM counters GROUP BY name, kind"
+                "SELECT name, kind, queue, sum(value)::bigint AS n FROM counters"
+                " GROUP BY name, kind, queue"
             ):
                 if r["name"].startswith("jobs:"):
                     if r["n"]:
-                        counts[r["kind"], JobStatus(r["name"].removeprefix("jobs:"))] = r["n"]
+                        status = JobStatus(r["name"].removeprefix("jobs:"))
+                        counts[r["kind"], status] += r["n"]
+                        queue_counts[r["queue"], status] += r["n"]
                 else:
                     totals[r["name"], r["kind"]] = r["n"]
             sums: dict[int, dict[tuple[str, str], tuple[int, float]]] = {}
@@ -599,11 +617,62 @@ class PostgresStore:
                     window,
                 )
                 sums[window] = {(r["name"], r["kind"]): (r["n"], r["total"]) for r in rows}
-            oldest: datetime | None = await conn.fetchval(
-                "SELECT min(run_after) FROM jobs WHERE status = 'queued' AND run_after <= now()"
-            )
-        return StatsSnapshot(now, counts, totals, sums, oldest)
+            oldest: datetime | None = await conn.fetchval(pick.OLDEST_AVAILABLE)
+        available = oldest if oldest is not None and oldest <= now else None
+        return StatsSnapshot(now, dict(counts), totals, sums, available, dict(queue_counts))
 
     async def prune(self, keep_seconds: int) -> None:
         async with self._connection() as conn:
             await conn.execute(f"DELETE FROM rollups WHERE second < {_SECOND} - $1", keep_seconds)
+
+    # -- schedules and limits -----------------------------------------------------------
+
+    async def schedule_put(self, spec: ScheduleSpec, first: FirstFire) -> tuple[Schedule, bool]:
+        async with self._transaction() as conn:
+            return await sched.schedule_put(conn, spec, first)
+
+    async def schedule_get(self, name: str) -> Schedule | None:
+        async with self._connection() as conn:
+            return await sched.schedule_get(conn, name)
+
+    async def schedule_list(self) -> list[Schedule]:
+        async with self._connection() as conn:
+            return await sched.schedule_list(conn)
+
+    async def schedule_delete(self, name: str) -> bool:
+        async with self._connection() as conn:
+            return await sched.schedule_delete(conn, name)
+
+    async def schedules_fire(self, plan: PlanFires, limit: int) -> list[Fired]:
+        async with self._transaction() as conn:
+            fired = []
+            tally = _Tally()
+            for row in await conn.fetch(sched.DUE, limit):
+                schedule = sched.schedule_of(row)
+                firing = plan(schedule, row["now"])
+                inserted = [
+                    await self._insert(conn, scheduled_job(schedule, t), compare=False)
+                    for t in firing.fire_times
+                ]
+                await sched.schedule_advance(conn, schedule, firing)
+                for i in inserted:
+                    if i.created:
+                        tally.add("enqueued", i.job.kind)
+                        tally.moved(i.job, None, JobStatus.QUEUED)
+                fired.append(Fired(schedule.spec.name, firing, inserted))
+            await _count(conn, tally)
+            if tally:
+                await conn.execute(_NOTIFY)
+            return fired
+
+    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
+        async with self._transaction() as conn:
+            return await sched.limit_put(conn, kind, max_running)
+
+    async def limit_delete(self, kind: str) -> bool:
+        async with self._connection() as conn:
+            return await sched.limit_delete(conn, kind)
+
+    async def limit_list(self) -> list[KindLimit]:
+        async with self._connection() as conn:
+            return await sched.limit_list(conn)

@@ -22,20 +22,29 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from leasehold.core.clock import Clock, SystemClock
+from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
     DeadFilter,
     Decide,
     Expired,
+    Fired,
+    FirstFire,
     Inserted,
     JobFilter,
+    KindLimit,
     LeaseRequest,
     NewJob,
+    PlanFires,
     StatsSnapshot,
+    lease_order,
+    scheduled_job,
 )
 from leasehold.store.migrations import migrations
+from leasehold.store.sqlite_pick import PLAIN, oldest_available, pick
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
@@ -44,7 +53,7 @@ SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
 _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _STOP: Final = object()
@@ -79,6 +88,9 @@ def _job(row: tuple[Any, ...]) -> Job:
         result=orjson.loads(row[16]) if row[16] is not None else None,
         last_error=row[17],
         report=Report(row[18]) if row[18] is not None else None,
+        priority=row[19],
+        queue=row[20],
+        cancel_requested=bool(row[21]),
     )
 
 
@@ -172,9 +184,6 @@ class SqliteStore:
         self._migrate(conn)
         return conn
 
-    # Queries name their index (INDEXED BY): without ANALYZE statistics SQLite prefers
-    # jobs_status for "status = 'queued'" and then sorts every queued job.
-
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")  # one migrator at a time, even across processes
@@ -264,7 +273,10 @@ class SqliteStore:
     async def job_insert_many(self, jobs: Sequence[NewJob]) -> list[Inserted]:
         return await self._call(lambda conn: self._insert(conn, jobs))
 
-    def _insert(self, conn: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[Inserted]:
+    def _insert(
+        self, conn: sqlite3.Connection, jobs: Sequence[NewJob], *, compare: bool = True
+    ) -> list[Inserted]:
+        """``compare=False``: a used key is taken as this job, whatever its request."""
         now = self._clock.now().timestamp()
         inserted: list[Inserted] = []
         tally = _Tally(now)
@@ -276,7 +288,7 @@ class SqliteStore:
                 ).fetchone()
                 if row is not None:
                     existing = _job(row)
-                    if existing.request_hash != new.request_hash:
+                    if compare and existing.request_hash != new.request_hash:
                         # The key itself is not quoted: it is client input (DESIGN.md §10).
                         raise IdempotencyConflict(
                             f"the idempotency key was used for job {existing.id}"
@@ -286,8 +298,8 @@ class SqliteStore:
                     continue
             row = conn.execute(
                 "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                " idempotency_key, request_hash) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)"
-                f" RETURNING {_COLUMNS}",
+                " idempotency_key, request_hash, priority, queue)"
+                f" VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
                 (
                     new.kind,
                     orjson.dumps(new.payload).decode(),
@@ -296,6 +308,8 @@ class SqliteStore:
                     now,
                     new.idempotency_key,
                     new.request_hash,
+                    new.priority,
+                    new.queue,
                 ),
             ).fetchone()
             inserted.append(Inserted(_job(row), created=True))
@@ -308,42 +322,27 @@ class SqliteStore:
 
     def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
         now = self._clock.now().timestamp()
-        if request.kinds is None:
-            pick = (
-                "SELECT id FROM jobs INDEXED BY jobs_queued"
-                " WHERE status = 'queued' AND run_after <= :now"
-                " ORDER BY run_after, id LIMIT :n"
-            )
-            params: dict[str, Any] = {"now": now, "n": request.max_jobs}
-        else:
-            # One index range per kind, merged here: an IN list over kinds would make
-            # SQLite sort every queued job of those kinds.
-            heads: list[tuple[float, int]] = []
-            for kind in dict.fromkeys(request.kinds):  # a kind named twice is one range
-                heads += conn.execute(
-                    "SELECT run_after, id FROM jobs INDEXED BY jobs_queued_kind"
-                    " WHERE status = 'queued' AND kind = ?"
-                    " AND run_after <= ? ORDER BY run_after, id LIMIT ?",
-                    (kind, now, request.max_jobs),
-                ).fetchall()
-            ids = [job_id for _, job_id in sorted(heads)[: request.max_jobs]]
-            if not ids:
-                return []
-            pick = ",".join(str(int(i)) for i in ids)
-            params = {"now": now}
+        ids = pick(conn, request, now)
+        if ids == []:
+            return []
+        # The ids as one parameter, so the statement text never changes: SQLite then
+        # reuses its compiled form (compiling it anew costs more than running it).
+        chosen = PLAIN if ids is None else "SELECT value FROM json_each(:ids)"
         rows = conn.execute(
             "UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
-            f" WHERE id IN ({pick}) AND status = 'queued' RETURNING {_COLUMNS}",
-            params
-            | {
+            f" WHERE id IN ({chosen}) AND status = 'queued' RETURNING {_COLUMNS}",
+            {
+                "ids": orjson.dumps(ids).decode(),
+                "n": request.max_jobs,
+                "now": now,
                 "owner": request.worker_id,
                 "expires": now + request.lease_seconds,
                 "seconds": request.lease_seconds,
             },
         ).fetchall()
-        jobs = sorted((_job(r) for r in rows), key=lambda j: (j.run_after, j.id))
+        jobs = sorted((_job(r) for r in rows), key=lease_order)
         conn.executemany(
             "INSERT INTO attempts (job_id, token, worker_id, leased_at, outcome)"
             " VALUES (?, ?, ?, ?, 'running')",
@@ -409,7 +408,8 @@ class SqliteStore:
         written = conn.execute(
             "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
             " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
-            " last_error = ?, report = ? WHERE id = ? AND lease_token = ? AND status = ?",
+            " last_error = ?, report = ?, cancel_requested = ?"
+            " WHERE id = ? AND lease_token = ? AND status = ?",
             (
                 after.status,
                 after.attempts,
@@ -421,6 +421,7 @@ class SqliteStore:
                 orjson.dumps(after.result).decode() if after.result is not None else None,
                 after.last_error,
                 after.report,
+                after.cancel_requested,
                 before.id,
                 before.lease_token,
                 before.status,
@@ -504,11 +505,13 @@ class SqliteStore:
         def op(conn: sqlite3.Connection) -> StatsSnapshot:
             now = self._clock.now()
             second = int(now.timestamp())
-            counts = {
-                (kind, JobStatus(status)): n
-                for kind, status, n in conn.execute("SELECT kind, status, n FROM job_counts")
-                if n
-            }
+            counts: Counter[tuple[str, JobStatus]] = Counter()
+            queue_counts: Counter[tuple[str, JobStatus]] = Counter()
+            for queue_name, kind, status, n in conn.execute(
+                "SELECT queue, kind, status, n FROM job_counts WHERE n <> 0"
+            ):
+                counts[kind, JobStatus(status)] += n
+                queue_counts[queue_name, JobStatus(status)] += n
             totals = {
                 (name, kind): n
                 for name, kind, n in conn.execute("SELECT name, kind, value FROM counters")
@@ -521,12 +524,10 @@ class SqliteStore:
                     (second - window,),
                 )
                 window_sums[window] = {(name, kind): (n, total) for name, kind, n, total in rows}
-            (oldest,) = conn.execute(
-                "SELECT min(run_after) FROM jobs INDEXED BY jobs_queued"
-                " WHERE status = 'queued' AND run_after <= ?",
-                (now.timestamp(),),
-            ).fetchone()
-            return StatsSnapshot(now, counts, totals, window_sums, _dt(oldest))
+            oldest = oldest_available(conn, now.timestamp())
+            return StatsSnapshot(
+                now, dict(counts), totals, window_sums, _dt(oldest), dict(queue_counts)
+            )
 
         return await self._call(op)
 
@@ -543,6 +544,45 @@ class SqliteStore:
             return {(name, kind): value for name, kind, value in rows}
 
         return await self._call(op)
+
+    # -- schedules and limits -----------------------------------------------------------
+
+    async def schedule_put(self, spec: ScheduleSpec, first: FirstFire) -> tuple[Schedule, bool]:
+        return await self._call(
+            lambda conn: sched.schedule_put(conn, spec, first, self._clock.now())
+        )
+
+    async def schedule_get(self, name: str) -> Schedule | None:
+        return await self._call(lambda conn: sched.schedule_get(conn, name))
+
+    async def schedule_list(self) -> list[Schedule]:
+        return await self._call(sched.schedule_list)
+
+    async def schedule_delete(self, name: str) -> bool:
+        return await self._call(lambda conn: sched.schedule_delete(conn, name))
+
+    async def schedules_fire(self, plan: PlanFires, limit: int) -> list[Fired]:
+        def op(conn: sqlite3.Connection) -> list[Fired]:
+            now = self._clock.now()
+            fired = []
+            for schedule in sched.schedules_due(conn, now, limit):
+                firing = plan(schedule, now)
+                jobs = [scheduled_job(schedule, t) for t in firing.fire_times]
+                inserted = self._insert(conn, jobs, compare=False)
+                sched.schedule_advance(conn, schedule, firing)
+                fired.append(Fired(schedule.spec.name, firing, inserted))
+            return fired
+
+        return await self._call(op)
+
+    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
+        return await self._call(lambda conn: sched.limit_put(conn, kind, max_running))
+
+    async def limit_delete(self, kind: str) -> bool:
+        return await self._call(lambda conn: sched.limit_delete(conn, kind))
+
+    async def limit_list(self) -> list[KindLimit]:
+        return await self._call(sched.limit_list)
 
 
 def _deliver(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:

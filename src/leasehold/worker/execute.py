@@ -41,9 +41,9 @@ class Failed:
 
 @dataclass(frozen=True, slots=True)
 class Interrupted:
-    """The handler was cut short, or finished too late: there is nothing to report."""
+    """The handler was cut short, or finished too late: there is no result to report."""
 
-    why: Literal["lease_lost", "forced"]
+    why: Literal["lease_lost", "forced", "cancelled"]
 
 
 Outcome = Succeeded | Failed | Interrupted
@@ -64,8 +64,8 @@ async def execute(
 ) -> Outcome:
     """Run the handler until it ends, its lease is lost or a forced stop; what it came to.
 
-    On a lost lease or a forced stop the handler is cancelled (a thread cannot be, and runs
-    on with its result dropped). A result that arrives after the lease ran out is dropped
+    On a lost lease, a cancelled job or a forced stop the handler is cancelled (a thread
+    cannot be, and runs on with its result dropped). A result that arrives after the lease ran out is dropped
     too: another worker may hold the job by then.
     """
     task = asyncio.create_task(call_handler(handler, job), name=f"leasehold-job-{job.id}")
@@ -81,12 +81,20 @@ async def execute(
     if not task.done():
         if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):
             log.warning("job.cancel_ignored", waited_seconds=CANCEL_WAIT_SECONDS)
-        return Interrupted("lease_lost" if keeper.lost.is_set() else "forced")
+        return Interrupted(_why(keeper))
+    if keeper.cancelled:
+        return Interrupted("cancelled")  # finished as the cancel arrived: do not record it
     if not keeper.held():
         if not keeper.lost.is_set():
             log.warning("lease.lost", reason="expired", error="the handler finished too late")
         return Interrupted("lease_lost")
     return outcome_of(task)
+
+
+def _why(keeper: LeaseKeeper) -> Literal["lease_lost", "forced", "cancelled"]:
+    if keeper.cancelled:
+        return "cancelled"
+    return "lease_lost" if keeper.lost.is_set() else "forced"
 
 
 def outcome_of(task: asyncio.Task[Any]) -> Succeeded | Failed:

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 import structlog
 
 from leasehold.client import Client, Lease
-from leasehold.errors import Conflict, InvalidRequest, LeaseholdError, PayloadTooLarge
+from leasehold.errors import (
+    Conflict,
+    InvalidRequest,
+    JobCancelled,
+    LeaseholdError,
+    PayloadTooLarge,
+)
 from leasehold.worker.execute import Failed, Interrupted, Outcome, Succeeded, execute
 from leasehold.worker.job import LeasedJob
 from leasehold.worker.lease import LeaseKeeper
@@ -85,7 +91,9 @@ class JobRunner:
         self, leased: Leased, outcome: Outcome, keeper: LeaseKeeper, seconds: float
     ) -> None:
         if isinstance(outcome, Interrupted):
-            if outcome.why == "forced":
+            if outcome.why == "cancelled":
+                await self.acknowledge_cancel(leased.job)
+            elif outcome.why == "forced":
                 await self.release(leased.job)
             else:
                 log.warning("job.result_dropped", reason=keeper.reason or "expired")
@@ -105,6 +113,9 @@ class JobRunner:
         except Preempted:
             log.warning("report.abandoned", reason="forced stop")
             await self.release(leased.job)
+        except JobCancelled:
+            # Cancelled while the handler finished: the result is not recorded, by design.
+            log.info("job.cancelled", reported="too late")
         except Conflict as exc:
             log.warning("report.refused", reason=exc.code, error=exc.message)
         except LeaseholdError as exc:
@@ -134,6 +145,18 @@ class JobRunner:
             status=str(after.status),
             seconds=round(seconds, 3),
         )
+
+    async def acknowledge_cancel(self, job: LeasedJob) -> None:
+        """The job was cancelled and its handler stopped: say so with a release, which ends
+        the job as cancelled at once (else it waits for the lease to run out). No wait for
+        the lease polls: a cancelled job is never leased again."""
+        try:
+            async with asyncio.timeout(RELEASE_TIMEOUT_SECONDS):
+                after = await self.client.release(job.id, job.token)
+        except (TimeoutError, LeaseholdError) as exc:
+            log.warning("job.cancel_unacknowledged", error=repr(exc))
+        else:
+            log.info("job.cancelled", status=str(after.status))
 
     async def release(self, job: LeasedJob) -> None:
         """Hand the job back at once, so it need not wait for the lease to run out."""

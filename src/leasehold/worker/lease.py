@@ -7,7 +7,7 @@ import asyncio
 import structlog
 
 from leasehold.client import Client
-from leasehold.errors import LeaseholdError
+from leasehold.errors import JobCancelled, LeaseholdError
 from leasehold.worker.job import LeasedJob
 
 log = structlog.get_logger("leasehold.worker")
@@ -20,8 +20,9 @@ class LeaseKeeper:
     """Renews one lease every third of its length; sets ``lost`` when it cannot.
 
     The lease is lost when the coordinator refuses a renewal (409: a newer lease, a
-    release, a revoked lease) or when ``deadline`` passes with no renewal answered (the
-    coordinator cannot be reached). ``deadline`` is on the event loop's monotonic clock and
+    release, a revoked lease, a cancelled job) or when ``deadline`` passes with no renewal
+    answered (the coordinator cannot be reached). A cancelled job (409 ``job_cancelled``)
+    is still ours to report: ``cancelled`` tells the runner to hand it back. ``deadline`` is on the event loop's monotonic clock and
     errs early: a renewal counts from when it was sent, not from when it was answered.
     """
 
@@ -32,6 +33,10 @@ class LeaseKeeper:
         self.deadline = deadline
         self.lost = asyncio.Event()
         self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.reason == JobCancelled.code
 
     def held(self) -> bool:
         return not self.lost.is_set() and asyncio.get_running_loop().time() < self.deadline
@@ -60,4 +65,7 @@ class LeaseKeeper:
     def _lose(self, reason: str, message: str) -> None:
         self.reason = reason
         self.lost.set()
-        log.warning("lease.lost", reason=reason, error=message)
+        if self.cancelled:
+            log.info("job.cancel_requested", error=message)
+        else:
+            log.warning("lease.lost", reason=reason, error=message)

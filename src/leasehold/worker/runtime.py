@@ -115,6 +115,7 @@ class Worker:
             "worker.started",
             url=self.client.url,
             kinds=list(self.kinds),
+            queues=list(self.settings.queues) if self.settings.queues else None,
             concurrency=self.settings.concurrency,
         )
         if missing:
@@ -164,6 +165,7 @@ class Worker:
                 self.settings.worker_id,
                 lease_seconds=self.settings.lease_seconds,
                 kinds=self.kinds,
+                queues=self.settings.queues,
                 wait_seconds=self.settings.wait_seconds,
             )
         finally:

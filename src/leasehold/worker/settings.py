@@ -20,6 +20,8 @@ class WorkerSettings:
     concurrency: int = 4
     # The kinds to lease; None: every kind the registry has a handler for.
     kinds: tuple[str, ...] | None = None
+    # The queues to lease from; None: every queue.
+    queues: tuple[str, ...] | None = None
     # None: the coordinator's default lease length.
     lease_seconds: float | None = None
     worker_id: str = field(default_factory=default_worker_id)

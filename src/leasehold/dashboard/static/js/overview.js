@@ -4,8 +4,14 @@ import { LineChart, proportionBar } from "./charts.js";
 import { fill, h } from "./dom.js";
 import { count, duration, rate } from "./format.js";
 
-const STATUSES = ["queued", "running", "completed", "dead"];
-const TITLES = { queued: "Queued", running: "Running", completed: "Completed", dead: "Dead" };
+const STATUSES = ["queued", "running", "completed", "dead", "cancelled"];
+const TITLES = {
+  queued: "Queued",
+  running: "Running",
+  completed: "Completed",
+  dead: "Dead",
+  cancelled: "Cancelled",
+};
 
 function card(status) {
   const value = h("div", { class: "count" }, "—");

@@ -1,0 +1,114 @@
+"""Thin HTTP handlers for schedules and per-kind concurrency limits."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Request, Response
+
+from leasehold.api.auth import ADMIN, READERS
+from leasehold.api.body import StrictJSONRoute
+from leasehold.api.routes import reply, service_of
+from leasehold.api.schemas import (
+    SCHEDULE_NAME_PATTERN,
+    ErrorOut,
+    LimitList,
+    LimitOut,
+    LimitRequest,
+    ScheduleList,
+    ScheduleOut,
+    ScheduleRequest,
+)
+from leasehold.core.scheduler import Scheduler
+from leasehold.errors import InvalidRequest
+
+router = APIRouter(route_class=StrictJSONRoute)
+
+_WHY = {
+    404: "no schedule or limit by that name",
+    422: "the schedule or limit is not acceptable",
+    503: "the database is unavailable; retry",
+}
+# Reading is for readers (the dashboard, scrapers); changing is for operators.
+_READERS = [Depends(READERS)]
+_ADMIN = [Depends(ADMIN)]
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, object]]:
+    """The domain errors a route answers with (StrictJSONRoute adds the guard's and the
+    body's), for the OpenAPI schema."""
+    return {code: {"model": ErrorOut, "description": _WHY[code]} for code in (*codes, 503)}
+
+
+# Names are checked here rather than by FastAPI's path validation, so that a bad name is a
+# 404 like any unknown name on a GET or DELETE, and a 422 only where it would be created.
+_NAME = Annotated[str, Path(max_length=400)]
+
+
+def scheduler_of(request: Request) -> Scheduler:
+    scheduler: Scheduler = request.app.state.scheduler
+    return scheduler
+
+
+def _kind(raw: str) -> str:
+    if not raw.strip() or len(raw) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in raw):
+        raise InvalidRequest("kind must be 1-200 printable characters")
+    return raw
+
+
+@router.put(
+    "/schedules/{name}",
+    response_model=ScheduleOut,
+    responses={201: {"model": ScheduleOut, "description": "created"}, **errors(422)},
+    dependencies=_ADMIN,
+)
+async def put_schedule(name: _NAME, body: ScheduleRequest, request: Request) -> Response:
+    """Create or replace a schedule; it next fires at its first fire time from now."""
+    if not re.fullmatch(SCHEDULE_NAME_PATTERN, name):
+        raise InvalidRequest(
+            "a schedule name is 1-100 letters, digits, '.', '_' or '-', starting with a"
+            " letter or digit"
+        )
+    schedule, created = await scheduler_of(request).put(body.spec(name))
+    return reply(ScheduleOut.of(schedule), 201 if created else 200)
+
+
+@router.get("/schedules", response_model=ScheduleList, responses=errors(), dependencies=_READERS)
+async def list_schedules(request: Request) -> Response:
+    schedules = await scheduler_of(request).list()
+    return reply(ScheduleList(schedules=[ScheduleOut.of(s) for s in schedules]))
+
+
+@router.get(
+    "/schedules/{name}", response_model=ScheduleOut, responses=errors(404), dependencies=_READERS
+)
+async def get_schedule(name: _NAME, request: Request) -> Response:
+    return reply(ScheduleOut.of(await scheduler_of(request).get(name)))
+
+
+@router.delete("/schedules/{name}", status_code=204, responses=errors(404), dependencies=_ADMIN)
+async def delete_schedule(name: _NAME, request: Request) -> Response:
+    await scheduler_of(request).delete(name)
+    return Response(status_code=204)
+
+
+@router.get("/limits", response_model=LimitList, responses=errors(), dependencies=_READERS)
+async def list_limits(request: Request) -> Response:
+    limits = await service_of(request).limits()
+    return reply(LimitList(limits=[LimitOut.of(limit) for limit in limits]))
+
+
+@router.put(
+    "/limits/{kind:path}", response_model=LimitOut, responses=errors(422), dependencies=_ADMIN
+)
+async def put_limit(kind: str, body: LimitRequest, request: Request) -> Response:
+    """At most ``max_running`` jobs of the kind running at once, from the next lease on."""
+    limit = await service_of(request).limit_put(_kind(kind), body.max_running)
+    return reply(LimitOut.of(limit))
+
+
+@router.delete("/limits/{kind:path}", status_code=204, responses=errors(404), dependencies=_ADMIN)
+async def delete_limit(kind: str, request: Request) -> Response:
+    await service_of(request).limit_delete(kind)
+    return Response(status_code=204)

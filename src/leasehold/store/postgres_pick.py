@@ -1,0 +1,146 @@
+"""The lease statement on PostgreSQL, for each way a lessee narrows its choice.
+
+A lease is one statement: an UPDATE of the jobs picked in an InitPlan
+(``= ANY(ARRAY(...))``, so the UPDATE finds them by primary key whatever the plan), which
+also writes the history records and the counts. The pick reads the head of one partial
+index (highest priority, oldest run_after, lowest id) per requested kind, queue or
+(queue, kind) pair, merged: ``kind = ANY(...)`` in one scan would either sort every
+queued job of those kinds or walk the whole queue for a rare kind. Each head locks up to
+``n`` rows (``FOR UPDATE SKIP LOCKED``) and only ``n`` are leased; the rest are unlocked at
+commit, a moment later.
+
+Per-kind concurrency limits. The plain statement leases only when no limit applies to
+what it could pick (a one-time filter on ``kind_limits``, so it costs one probe of an
+empty or small table), and says so in its answer. Otherwise the store runs the capped form
+in a transaction that first locks the limited kinds' rows and counts their running jobs
+(from the kept job counts, see ``RUNNING``):
+leases of a limited kind take turns, and each sees the jobs the previous one leased.
+Times are ``statement_timestamp()``: in the capped form that is after the lock was taken,
+so a lease is never recorded as starting before a completion it waited for.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Final
+
+COLUMNS: Final = (
+    "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
+    " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested"
+)
+SHARD: Final = "pg_backend_pid() % 16"
+SECOND: Final = "floor(extract(epoch FROM now()))::bigint"
+_ORDER: Final = "ORDER BY priority DESC, run_after, id"
+_NOW: Final = "statement_timestamp()"
+
+# $1 worker_id, $2 lease seconds, $3 n; then kinds, caps (capped form), queues as used.
+_LEASE: Final = (
+    "WITH lim AS (SELECT {limited} AS limited), leased AS ("
+    " UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
+    f" attempts = attempts + 1, lease_owner = $1, lease_expires_at = {_NOW}"
+    f" + make_interval(secs => $2), lease_seconds = $2, leased_at = {_NOW}, report = NULL"
+    " WHERE id = ANY(ARRAY({pick})) AND status = 'queued'"
+    f" RETURNING {COLUMNS}"
+    "), history AS ("
+    " INSERT INTO attempts (job_id, token, worker_id, leased_at, outcome)"
+    " SELECT id, lease_token, lease_owner, leased_at, 'running' FROM leased"
+    "), agg AS ("
+    " SELECT kind, queue, count(*) AS n,"
+    " sum(greatest(0, extract(epoch FROM leased_at - run_after)))::float8 AS waited"
+    " FROM leased GROUP BY kind, queue"
+    "), counted AS ("
+    " INSERT INTO counters (name, kind, queue, shard, value)"
+    f" SELECT c.name, agg.kind, agg.queue, {SHARD}, c.sign * agg.n FROM agg CROSS JOIN"
+    " (VALUES ('jobs:queued', -1), ('jobs:running', 1)) AS c(name, sign)"
+    f" UNION ALL SELECT 'leased', kind, '', {SHARD}, sum(n) FROM agg GROUP BY kind"
+    " ORDER BY 1, 2, 3"
+    " ON CONFLICT (name, kind, queue, shard)"
+    " DO UPDATE SET value = counters.value + excluded.value"
+    "), rolled AS ("
+    " INSERT INTO rollups (second, name, kind, shard, count, total)"
+    f" SELECT {SECOND}, 'leased', kind, {SHARD}, sum(n), sum(waited) FROM agg"
+    " GROUP BY kind ORDER BY kind"
+    " ON CONFLICT (second, name, kind, shard) DO UPDATE"
+    " SET count = rollups.count + excluded.count, total = rollups.total + excluded.total"
+    f") SELECT lim.limited, leased.* FROM lim LEFT JOIN leased ON true"
+)
+
+
+@lru_cache(maxsize=16)
+def lease_sql(*, kinds: bool, queues: bool, capped: bool) -> str:
+    """The lease statement for one shape of request (cached: asyncpg prepares by text)."""
+    n_kinds, n_caps = "$4", "$5"
+    n_queues = f"${4 + kinds + capped}"
+    if capped:
+        limited = "false"
+    elif kinds:
+        limited = f"EXISTS (SELECT 1 FROM kind_limits WHERE kind = ANY({n_kinds}::text[]))"
+    else:
+        limited = "EXISTS (SELECT 1 FROM kind_limits)"
+    pick = _pick(kinds, queues, capped, n_kinds, n_caps, n_queues)
+    return _LEASE.format(limited=limited, pick=pick)
+
+
+def _pick(kinds: bool, queues: bool, capped: bool, n_kinds: str, n_caps: str, n_q: str) -> str:
+    due = f"status = 'queued' AND run_after <= {_NOW} AND NOT (SELECT limited FROM lim)"
+    if not kinds and not queues:
+        return f"SELECT id FROM jobs WHERE {due} {_ORDER} LIMIT $3 FOR UPDATE SKIP LOCKED"
+    ranges, match = [], []
+    if kinds:
+        if capped:
+            ranges.append(f"unnest({n_kinds}::text[], {n_caps}::int[]) AS k(kind, cap)")
+        else:
+            ranges.append(f"unnest({n_kinds}::text[]) AS k(kind)")
+        match.append("jobs.kind = k.kind")
+    if queues:
+        ranges.append(f"unnest({n_q}::text[]) AS q(queue)")
+        match.append("jobs.queue = q.queue")
+    limit = "least($3, k.cap)" if capped else "$3"
+    heads = (
+        f"SELECT head.* FROM {' CROSS JOIN '.join(ranges)} CROSS JOIN LATERAL ("
+        f" SELECT id, priority, run_after, jobs.kind FROM jobs WHERE {due}"
+        f" AND {' AND '.join(match)} {_ORDER} LIMIT {limit} FOR UPDATE SKIP LOCKED) AS head"
+    )
+    if not capped:
+        return f"SELECT id FROM ({heads}) AS h {_ORDER} LIMIT $3"
+    # A kind's heads from several queues together must still fit in its room.
+    return (
+        f"SELECT id FROM (SELECT h.*, c.cap, row_number() OVER"
+        f" (PARTITION BY h.kind {_ORDER}) AS nth FROM ({heads}) AS h"
+        f" JOIN unnest({n_kinds}::text[], {n_caps}::int[]) AS c(kind, cap) ON c.kind = h.kind"
+        f") AS ranked WHERE nth <= cap {_ORDER} LIMIT $3"
+    )
+
+
+QUEUED_KINDS: Final = (
+    # A loose index scan: one probe of jobs_pick_kind per kind that has queued jobs. The
+    # order names its second column, so no plan can prefer jobs_kind and walk finished jobs.
+    "WITH RECURSIVE k(kind) AS ("
+    " (SELECT kind FROM jobs WHERE status = 'queued' ORDER BY kind, priority DESC LIMIT 1)"
+    " UNION ALL SELECT (SELECT kind FROM jobs WHERE status = 'queued' AND kind > k.kind"
+    " ORDER BY kind, priority DESC LIMIT 1) FROM k WHERE k.kind IS NOT NULL"
+    ") SELECT kind FROM k WHERE kind IS NOT NULL LIMIT $1"
+)
+LIMITS: Final = "SELECT kind, max_running FROM kind_limits WHERE kind = ANY($1::text[])"
+LOCK_LIMITS: Final = (
+    "SELECT kind, max_running FROM kind_limits WHERE kind = ANY($1::text[])"
+    " ORDER BY kind FOR UPDATE"
+)
+# Running jobs per kind from the kept job counts: exact for what has committed (the deltas
+# commit with the changes they count), and no index on running jobs to maintain.
+RUNNING: Final = (
+    "SELECT kind, sum(value)::bigint AS n FROM counters WHERE name = 'jobs:running'"
+    " AND kind = ANY($1::text[]) GROUP BY kind"
+)
+OLDEST_AVAILABLE: Final = (
+    # The oldest head of each priority level (a loose index scan over jobs_pick).
+    "WITH RECURSIVE p(priority) AS ("
+    " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
+    " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
+    " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+    " FROM p WHERE p.priority IS NOT NULL"
+    ") SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
+    " AND priority = p.priority ORDER BY priority DESC, run_after LIMIT 1))"
+    " FROM p WHERE p.priority IS NOT NULL"
+)

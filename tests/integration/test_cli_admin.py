@@ -1,0 +1,58 @@
+"""``leasehold schedules ...`` and ``leasehold limits ...`` against a real coordinator."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from leasehold import cli
+from tests.process import Coordinator
+
+
+def run(coordinator: Coordinator, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli.app, [*args, "--url", coordinator.url])
+    return result.exit_code, result.output
+
+
+def test_schedules_commands(coordinator: Coordinator) -> None:
+    code, out = run(
+        coordinator,
+        "schedules",
+        "put",
+        "nightly",
+        "--cron",
+        "30 2 * * *",
+        "--kind",
+        "backup",
+        "--timezone",
+        "Europe/London",
+        "--payload",
+        '{"full": true}',
+        "--catch-up",
+        "once",
+    )
+    assert code == 0, out
+    created = json.loads(out)
+    assert (created["name"], created["payload"], created["catch_up"]) == (
+        "nightly",
+        {"full": True},
+        "once",
+    )
+    code, out = run(coordinator, "schedules", "list")
+    assert [s["name"] for s in json.loads(out)] == ["nightly"]
+    code, out = run(coordinator, "schedules", "get", "nightly")
+    assert json.loads(out)["next_fire_at"] == created["next_fire_at"]
+    assert run(coordinator, "schedules", "delete", "nightly")[0] == 0
+    code, out = run(coordinator, "schedules", "get", "nightly")
+    assert (code, "schedule_not_found" in out) == (1, True)
+    code, out = run(coordinator, "schedules", "put", "x", "--cron", "nope", "--kind", "k")
+    assert (code, "invalid" in out) == (1, True)
+
+
+def test_limits_commands(coordinator: Coordinator) -> None:
+    code, out = run(coordinator, "limits", "set", "charge-card", "4")
+    assert (code, json.loads(out)) == (0, {"kind": "charge-card", "max_running": 4, "running": 0})
+    assert json.loads(run(coordinator, "limits", "list")[1])[0]["kind"] == "charge-card"
+    assert run(coordinator, "limits", "delete", "charge-card")[0] == 0
+    assert run(coordinator, "limits", "delete", "charge-card")[0] == 1
