@@ -146,10 +146,20 @@ def test_every_command_as_tables(shared: Coordinator, client: SyncClient) -> Non
 
 def test_every_command_as_json(shared: Coordinator, client: SyncClient) -> None:
     """The same round trip with --json: plain JSON on stdout, the wire form of jobs."""
-    enqueue = ("enqueue", "cli-json", "--payload", "[1, 2]", "--key", "cli-json-1")
+    enqueue = (
+        "enqueue",
+        "cli-json",
+        "--payload",
+        "[1, 2]",
+        "--key",
+        "cli-json-1",
+        "--queue",
+        "mail",
+    )
     added = cli_json(shared.url, *enqueue, "--run-after", "1h", "--max-attempts", "2")
     assert (added["kind"], added["payload"], added["status"]) == ("cli-json", [1, 2], "queued")
     assert (added["max_attempts"], added["idempotency_key"]) == (2, "cli-json-1")
+    assert (added["queue"], added["priority"]) == ("mail", 0)
     later = datetime.fromisoformat(added["run_after"]) - datetime.now(UTC)
     assert timedelta(minutes=55) < later <= timedelta(hours=1)
     # The same key and the same request: the stored job, not a second one.
@@ -220,7 +230,7 @@ def test_requeue_of_a_job_that_is_not_dead_is_exit_6(shared: Coordinator) -> Non
     done = run_process("requeue", str(job_id), "--json", "--url", shared.url)
     assert (done.returncode, done.stdout) == (6, "")
     assert done.stderr == (
-        f"leasehold: conflict: job {job_id} is queued; only dead jobs are requeued\n"
+        f"leasehold: conflict: job {job_id} is queued; only dead or cancelled jobs are requeued\n"
     )
 
 

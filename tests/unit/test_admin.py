@@ -65,7 +65,7 @@ def test_status_names_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
     assert parse.status("dead") is JobStatus.DEAD
     with pytest.raises(typer.Exit):
         parse.status("failed")
-    assert "queued, running, completed, dead" in capsys.readouterr().err
+    assert "(queued, running, completed, dead" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -73,6 +73,7 @@ def test_status_names_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (errors.Unavailable("down"), connect.EXIT_UNREACHABLE),
         (errors.JobNotFound("no job has id 4"), connect.EXIT_NOT_FOUND),
+        (errors.ScheduleNotFound(), connect.EXIT_NOT_FOUND),
         (errors.Unauthorized(), connect.EXIT_AUTH),
         (errors.Forbidden(), connect.EXIT_AUTH),
         (errors.InvalidTransition("job 1 is queued"), connect.EXIT_CONFLICT),
@@ -114,6 +115,9 @@ def test_job_json_is_the_wire_form() -> None:
         "idempotency_key": None,
         "result": None,
         "last_error": None,
+        "priority": 0,
+        "queue": "default",
+        "cancel_requested": False,
     }
 
 

@@ -57,6 +57,20 @@ def enqueue(
             show_default=False,
         ),
     ] = None,
+    priority: Annotated[
+        int | None,
+        typer.Option(
+            "--priority",
+            min=-1000,
+            max=1000,
+            help="Higher is leased first (default: 0).",
+            show_default=False,
+        ),
+    ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option("--queue", help='The named queue (default: "default").', show_default=False),
+    ] = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
     as_json: AsJson = False,
@@ -66,7 +80,13 @@ def enqueue(
     not_before = parse.run_after(run_after)
     with connected(url, token) as client:
         job = client.enqueue(
-            kind, body, max_attempts=max_attempts, run_after=not_before, idempotency_key=key
+            kind,
+            body,
+            max_attempts=max_attempts,
+            run_after=not_before,
+            idempotency_key=key,
+            priority=priority,
+            queue=queue,
         )
     if as_json:
         print_json(job_json(job))
@@ -127,7 +147,9 @@ def job(
 def requeue(
     job_id: Annotated[
         int | None,
-        typer.Argument(metavar="ID", help="The dead job to requeue.", show_default=False),
+        typer.Argument(
+            metavar="ID", help="The dead or cancelled job to requeue.", show_default=False
+        ),
     ] = None,
     all_dead: Annotated[
         bool, typer.Option("--all-dead", help="Requeue every dead job (matching the filters).")
@@ -157,7 +179,8 @@ def requeue(
     token: Token = None,
     as_json: AsJson = False,
 ) -> None:
-    """Bring dead jobs back: queued at once, attempts reset. Only dead jobs can be."""
+    """Bring jobs back: queued at once, attempts reset. Only dead (or cancelled) jobs can be;
+    --all-dead takes the dead ones."""
     if (job_id is None) == (not all_dead):
         fail("give either a job ID or --all-dead", EXIT_USAGE)
     if job_id is not None and (kind is not None or error_contains is not None):

@@ -15,8 +15,8 @@ from leasehold.errors import (
     Conflict,
     Forbidden,
     InvalidRequest,
-    JobNotFound,
     LeaseholdError,
+    NotFound,
     PayloadTooLarge,
     Unauthorized,
     Unavailable,
@@ -42,9 +42,9 @@ EXIT_CODES_HELP = """Exit codes:
   1  any other error (e.g. the URL is not a leasehold coordinator)
   2  bad option or argument, caught before sending (e.g. --payload not JSON)
   3  coordinator unreachable: network error, timeout or 5xx, after 3 tries
-  4  no such job (404)
+  4  not found (404): no job has that id
   5  token missing or invalid (401), or its role may not do this (403)
-  6  conflict with the job's state (409), e.g. requeue of a job that is not dead
+  6  conflict with the job's state (409), e.g. requeue of a job that is queued
   7  request refused as invalid (422, 413)"""
 
 Url = Annotated[
@@ -90,7 +90,7 @@ def describe(exc: LeaseholdError, url: str) -> tuple[str, int]:
     text = _one_line(exc.message)
     if isinstance(exc, Unavailable):
         return f"cannot reach the coordinator at {url} ({text})", EXIT_UNREACHABLE
-    if isinstance(exc, JobNotFound):
+    if isinstance(exc, NotFound):
         return f"not found: {text}", EXIT_NOT_FOUND
     if isinstance(exc, Unauthorized):
         return f"unauthorized: {text} Set --token or LEASEHOLD_TOKEN.", EXIT_AUTH

@@ -22,6 +22,7 @@ STATUS_STYLES = {
     "failed": "red",
     "expired": "magenta",
     "released": "blue",
+    "cancelled": "magenta",
 }
 # In lists, a traceback's last line (the exception) says what went wrong.
 ERROR_CAP = 80
@@ -116,6 +117,9 @@ def _job_fields(job: Job) -> list[tuple[str, str | Text]]:
         ("kind", job.kind),
         ("status", status_text(job.status)),
         ("attempts", f"{job.attempts} of {job.max_attempts}"),
+        ("queue", job.queue),
+        ("priority", str(job.priority)),
+        ("cancel", "requested" if job.cancel_requested else ""),
         ("payload", compact_json(job.payload)),
         ("result", compact_json(job.result) if job.result is not None else ""),
         ("last error", error_summary(job.last_error)),
