@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -201,8 +203,6 @@ def worker(
 ) -> None:
     """Run handlers for jobs. The first Ctrl+C or SIGTERM lets running jobs finish and exits
     0; a second one cancels them and hands their jobs back."""
-    import asyncio
-
     from leasehold.worker import AppLoadError, WorkerSettings, run_worker
     from leasehold.worker.loader import load_app
 
@@ -222,7 +222,19 @@ def worker(
         **({"worker_id": worker_id} if worker_id else {}),
     )
     configure_logging(log_format, log_level)
-    raise typer.Exit(asyncio.run(run_worker(registry, settings)))
+    with asyncio.Runner(loop_factory=_fast_loop()) as runner:
+        code = runner.run(run_worker(registry, settings))
+    raise typer.Exit(code)
+
+
+def _fast_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (uvicorn's "standard" extra brings it, as it
+    does for the coordinator): about twice as fast for a worker's many small requests."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _names(listed: str | None) -> tuple[str, ...] | None:

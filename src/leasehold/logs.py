@@ -2,12 +2,64 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import logging
 import sys
+import threading
+from typing import Any, BinaryIO
 
+import orjson
 import structlog
 
 LOG_FORMATS = ("auto", "json", "console")
+
+
+class LineBatcher:
+    """Writes JSON log lines to a binary stream, one write per event-loop iteration.
+
+    A coordinator answering a batch of 100 jobs, or a worker running them, logs a line per
+    job; a write system call for each was a tenth of their time. Lines logged on an event
+    loop's thread are gathered and written together as soon as the loop gets to it (the
+    same iteration, before it waits for anything); lines from any other thread, or with no
+    loop running, are written at once. Whatever is pending is written at exit as well.
+    """
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._lock = threading.Lock()
+        self._pending: list[bytes] = []
+        self._scheduled = False
+        atexit.register(self.flush)
+
+    def __call__(self, *args: Any) -> LineBatcher:
+        return self  # the logger factory: one writer for every logger
+
+    def msg(self, message: bytes) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._lock:
+            self._pending.append(message)
+            if loop is not None and not self._scheduled:
+                self._scheduled = True
+                loop.call_soon(self.flush)
+                return
+        if loop is None:
+            self.flush()
+
+    log = debug = info = warn = warning = error = err = critical = exception = fatal = msg
+
+    def flush(self) -> None:
+        with self._lock:
+            self._scheduled = False
+            if not self._pending:
+                return
+            data = b"\n".join(self._pending) + b"\n"
+            self._pending.clear()
+            self._file.write(data)
+            self._file.flush()
 
 
 def configure_logging(log_format: str = "auto", level: str = "info") -> None:
@@ -18,11 +70,17 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
     if numeric is None:
         raise ValueError(f"unknown log level {level!r}")
     use_json = log_format == "json" or (log_format == "auto" and not sys.stderr.isatty())
-    renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer()
-        if use_json
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
-    )
+    renderer: structlog.typing.Processor
+    factory: structlog.typing.WrappedLogger
+    if use_json:
+        # orjson straight to bytes (structlog's performance recipe) and one write per loop
+        # iteration: a coordinator or worker under load writes a few lines per job, and the
+        # stdlib encoder and a write each were most of their cost. The lines are the same.
+        renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
+        factory = LineBatcher(sys.stderr.buffer)
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        factory = structlog.PrintLoggerFactory(file=sys.stderr)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -32,7 +90,7 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=factory,
         cache_logger_on_first_use=True,
     )
     logging.basicConfig(level=numeric, stream=sys.stderr, format="%(name)s %(message)s")

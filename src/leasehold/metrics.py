@@ -9,6 +9,7 @@ coordinator reports the same, database-wide, figures.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -40,6 +41,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[int | str, ...], Any] = {}
 
         def counter(name: str, doc: str) -> Counter:
             return Counter(f"leasehold_{name}", doc, ["kind"], registry=self.registry)
@@ -86,26 +88,34 @@ class Metrics:
             registry=self.registry,
         )
 
+    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        # labels() checks and locks on every call; a few calls per job add up under load.
+        key: tuple[int | str, ...] = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def enqueued(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
-            self.events["enqueued"].labels(job.kind).inc()
+            self._child(self.events["enqueued"], job.kind).inc()
 
     def leased(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
-            self.events["leased"].labels(job.kind).inc()
+            self._child(self.events["leased"], job.kind).inc()
             if job.leased_at is not None:
                 waited = (job.leased_at - job.run_after).total_seconds()
-                self.wait.labels(job.kind, job.queue).observe(max(0.0, waited))
+                self._child(self.wait, job.kind, job.queue).observe(max(0.0, waited))
 
     def decided(self, outcome: Outcome) -> None:
         job = outcome.job
         for event in outcome.events:
             counter = self.events.get(event)
             if counter is not None:
-                counter.labels(job.kind).inc()
+                self._child(counter, job.kind).inc()
             if event == "completed" and job.leased_at and job.finished_at:
                 ran = (job.finished_at - job.leased_at).total_seconds()
-                self.run.labels(job.kind).observe(max(0.0, ran))
+                self._child(self.run, job.kind).observe(max(0.0, ran))
 
     def render(
         self,

@@ -89,6 +89,27 @@ def expire(token: int) -> Decide:
 # -- inserting ---------------------------------------------------------------------------
 
 
+async def test_insert_and_lease_answers_each_part_on_its_own(store: Store) -> None:
+    both = await store.job_insert_and_lease(
+        [new_job("a", 1), new_job("b", 2)],
+        [LeaseRequest("w1", 60, ("a",), 5), LeaseRequest("w2", 60, ("c",), 5)],
+    )
+    assert both.error is None
+    assert [i.job.payload for i in both.inserted] == [1, 2]
+    first, second = both.leased
+    assert [(j.payload, j.lease_owner, j.lease_token) for j in first or []] == [(1, "w1", 1)]
+    assert second == []
+    # A refused insert fails no lease: they still take what is there.
+    await insert(store, new_job("a", key="taken", request_hash="one"))
+    refused = await store.job_insert_and_lease(
+        [new_job("a", key="taken", request_hash="other")], [LeaseRequest("w3", 60, ("b",), 5)]
+    )
+    assert isinstance(refused.error, IdempotencyConflict)
+    assert refused.inserted == []
+    ((leased,),) = [r or [] for r in refused.leased]
+    assert (leased.payload, leased.lease_owner) == (2, "w3")
+
+
 async def test_insert_stores_every_field_and_get_reads_it_back(store: Store) -> None:
     """A new job is queued, unleased, due at its creation time, and read back unchanged."""
     before = await store.now()

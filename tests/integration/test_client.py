@@ -13,7 +13,16 @@ import aiohttp.web
 import pytest
 
 import leasehold
-from leasehold.client import Client, RetryPolicy, SyncClient
+from leasehold.client import (
+    Client,
+    CompleteItem,
+    FailItem,
+    ItemOutcome,
+    NewJob,
+    RenewItem,
+    RetryPolicy,
+    SyncClient,
+)
 from leasehold.errors import (
     Conflict,
     Forbidden,
@@ -23,6 +32,7 @@ from leasehold.errors import (
     JobNotFound,
     LeaseExpired,
     LeaseholdError,
+    NotFound,
     PayloadTooLarge,
     ReportConflict,
     StaleToken,
@@ -170,6 +180,56 @@ async def test_enqueue_without_a_key_gets_one_so_a_retry_cannot_duplicate(client
     assert job.id != mine.id
 
 
+async def test_lease_with_max_jobs_answers_a_list_each_with_its_token(client: Client) -> None:
+    await client.enqueue_many([NewJob("lease-many", n) for n in range(5)])
+    leases = await client.lease("w", kinds=["lease-many"], max_jobs=3)
+    assert [lease.job.payload for lease in leases] == [0, 1, 2]
+    assert all(lease.token == lease.job.lease_token == 1 for lease in leases)
+    assert len(await client.lease("w", kinds=["lease-many"], max_jobs=10)) == 2
+    assert await client.lease("w", kinds=["lease-many"], max_jobs=10, wait_seconds=0.1) == []
+
+
+async def test_batch_reports_answer_each_item_with_the_single_calls_error(client: Client) -> None:
+    await client.enqueue_many([NewJob("reports", n) for n in range(3)])
+    a, b, c = await client.lease("w", kinds=["reports"], max_jobs=3)
+    renewed = await client.renew_many(
+        [RenewItem(a.job.id, a.token, lease_seconds=60), RenewItem(b.job.id, b.token + 1)]
+    )
+    assert [r.outcome for r in renewed] == [ItemOutcome.OK, ItemOutcome.STALE]
+    assert isinstance(renewed[1].error, StaleToken)
+    with pytest.raises(StaleToken):
+        renewed[1].job_or_raise()
+    assert renewed[0].job_or_raise().lease_expires_at == renewed[0].job.lease_expires_at
+    done = await client.complete_many(
+        [
+            CompleteItem(a.job.id, a.token, "a"),
+            CompleteItem(b.job.id, 0, "stale"),  # one stale item does not fail the others
+            CompleteItem(10**9, 1),
+            CompleteItem(c.job.id, c.token, {"c": True}),
+        ]
+    )
+    assert [r.outcome for r in done] == [
+        ItemOutcome.OK,
+        ItemOutcome.STALE,
+        ItemOutcome.NOT_FOUND,
+        ItemOutcome.OK,
+    ]
+    assert isinstance(done[2].error, JobNotFound)
+    assert [r.job.result for r in done if r.job] == ["a", {"c": True}]
+    failed = await client.fail_many(
+        [
+            FailItem(b.job.id, b.token, "no", retryable=False),
+            FailItem(a.job.id, a.token, "after complete"),
+        ]
+    )
+    assert [r.outcome for r in failed] == [ItemOutcome.OK, ItemOutcome.CONFLICT]
+    assert isinstance(failed[1].error, ReportConflict)
+    assert failed[0].job is not None
+    assert failed[0].job.status == JobStatus.DEAD
+    with pytest.raises(InvalidRequest):
+        await client.complete_many([CompleteItem(c.job.id, c.token, float("nan"))])
+
+
 def test_sync_client_runs_the_same_calls(shared: Coordinator) -> None:
     with SyncClient(shared.url, retry=QUICK) as client:
         job = client.enqueue("sync", {"n": 1})
@@ -179,6 +239,11 @@ def test_sync_client_runs_the_same_calls(shared: Coordinator) -> None:
         assert [j.id for j in client.list(kind="sync", status="completed").jobs] == [job.id]
         with pytest.raises(StaleToken):
             client.renew(job.id, 99)
+        (second,) = client.enqueue_many([NewJob("sync", 2)])
+        (lease,) = client.lease("w", kinds=["sync"], max_jobs=5)
+        assert [r.ok for r in client.complete_many([CompleteItem(second.id, lease.token)])] == [
+            True
+        ]
 
 
 async def test_5xx_is_retried_until_an_answer() -> None:
@@ -206,7 +271,8 @@ async def test_5xx_gives_up_after_the_policy_attempts() -> None:
         (409, "stale_token", StaleToken),
         (409, None, Conflict),
         (404, "job_not_found", JobNotFound),
-        (404, "not_found", LeaseholdError),  # a route that is not there: a wrong URL, not a job
+        # A route that is not there: a wrong URL, not a missing job (NotFound, not JobNotFound).
+        (404, "not_found", NotFound),
         (413, None, PayloadTooLarge),
         (422, "validation_error", InvalidRequest),
         (429, None, LeaseholdError),

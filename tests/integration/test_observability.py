@@ -7,8 +7,10 @@ import json
 import time
 from typing import Any
 
+import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.conftest import CoordinatorFactory
 from tests.http import Api, eventually
 from tests.process import Coordinator
 
@@ -141,11 +143,26 @@ async def test_attempt_history_shows_the_takeover(api: Api) -> None:
 
 
 async def test_logs_are_json_with_job_fields_and_no_payloads(
-    api: Api, coordinator: Coordinator
+    start_coordinator: CoordinatorFactory,
 ) -> None:
-    await scripted_scenario(api)
+    coordinator = start_coordinator(
+        "--retry-base-seconds",
+        "0.05",
+        "--retry-max-seconds",
+        "1",
+        "--reap-interval-seconds",
+        "0.1",
+        "--log-level",
+        "debug",
+    )
+    async with aiohttp.ClientSession() as session:
+        await scripted_scenario(Api(coordinator.url, session))
     lines = [json.loads(line) for line in coordinator.logs().splitlines() if line.startswith("{")]
     events = {line["event"] for line in lines}
+    levels = {line["event"]: line["level"] for line in lines}
+    # One line per job per lease and per enqueue would double a busy coordinator's logging.
+    assert (levels["job.enqueued"], levels["job.leased"]) == ("debug", "debug")
+    assert (levels["job.completed"], levels["job.dead"]) == ("info", "warning")
     for expected in (
         "job.enqueued",
         "job.leased",

@@ -12,9 +12,9 @@ import pytest
 
 from leasehold.core import service as service_module
 from leasehold.core.backoff import BackoffPolicy
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.service import Enqueue, JobService, Waiter
 from leasehold.errors import InvalidRequest, Unavailable
-from leasehold.model import AttemptOutcome, JobStatus
+from leasehold.model import AttemptOutcome, Job, JobStatus
 from leasehold.store.base import LeaseRequest, NewJob
 from leasehold.store.postgres import PostgresStore
 from tests.pgserver import PgServer
@@ -164,9 +164,9 @@ async def test_a_long_poll_wakes_for_a_job_enqueued_through_another_store(
     poller, producer = JobService(await open_store()), JobService(await open_store())
     waiting, wait = asyncio.Event(), poller.wakeup.wait
 
-    async def wait_and_say_so(waiter: asyncio.Future[None], seconds: float) -> None:
+    async def wait_and_say_so(waiter: Waiter, seconds: float) -> list[Job] | None:
         waiting.set()
-        await wait(waiter, seconds)
+        return await wait(waiter, seconds)
 
     monkeypatch.setattr(poller.wakeup, "wait", wait_and_say_so)
     lease = asyncio.create_task(poller.lease("w", 60, wait_seconds=60))

@@ -30,14 +30,11 @@ from leasehold.api.schemas import (
     BatchResultOut,
     BulkRequeueRequest,
     CompleteRequest,
-    EnqueuedOut,
     EnqueueRequest,
     ErrorOut,
     FailRequest,
     Health,
     IdempotencyKey,
-    ItemOutcome,
-    ItemResultOut,
     JobOut,
     JobPage,
     LeaseBatchOut,
@@ -48,13 +45,13 @@ from leasehold.api.schemas import (
     RequeueCount,
     StatsOut,
 )
+from leasehold.api.wire import item_result_wire, job_wire, lease_wire, reply_json
 from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
 from leasehold.errors import (
     IdempotencyConflict,
     InvalidRequest,
     JobNotFound,
     LeaseholdError,
-    StaleToken,
 )
 from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import Job, JobStatus
@@ -162,7 +159,7 @@ async def enqueue(
             body.queue,
         )
     )
-    return reply(JobOut.of(inserted.job), 201 if inserted.created else 200)
+    return reply_json(job_wire(inserted.job), 201 if inserted.created else 200)
 
 
 @router.post(
@@ -187,11 +184,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
             for j in body.jobs
         ]
     )
-    return reply(
-        BatchEnqueueOut(
-            jobs=[EnqueuedOut(job=JobOut.of(i.job), created=i.created) for i in inserted]
-        )
-    )
+    return reply_json({"jobs": [{"job": job_wire(i.job), "created": i.created} for i in inserted]})
 
 
 @router.post(
@@ -215,29 +208,14 @@ async def lease(body: LeaseRequest, request: Request) -> Response:
     if not jobs:
         return Response(status_code=204)
     if body.max_jobs is not None:
-        return reply(
-            LeaseBatchOut(leases=[LeaseOut(job=JobOut.of(j), token=j.lease_token) for j in jobs])
-        )
-    return reply(LeaseOut(job=JobOut.of(jobs[0]), token=jobs[0].lease_token))
+        return reply_json({"leases": [lease_wire(j) for j in jobs]})
+    return reply_json(lease_wire(jobs[0]))
 
 
-def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> BatchResultOut:
-    results = []
-    for job_id, answer in zip(ids, answers, strict=True):
-        if isinstance(answer, LeaseholdError):
-            outcome = (
-                ItemOutcome.NOT_FOUND
-                if isinstance(answer, JobNotFound)
-                else ItemOutcome.STALE
-                if isinstance(answer, StaleToken)
-                else ItemOutcome.CONFLICT
-            )
-            results.append(
-                ItemResultOut(id=job_id, outcome=outcome, error=answer.code, message=answer.message)
-            )
-        else:
-            results.append(ItemResultOut(id=job_id, outcome=ItemOutcome.OK, job=JobOut.of(answer)))
-    return BatchResultOut(results=results)
+def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Response:
+    """``BatchResultOut``: each item answered on its own."""
+    results = [item_result_wire(i, a) for i, a in zip(ids, answers, strict=True)]
+    return reply_json({"results": results})
 
 
 @router.post(
@@ -246,7 +224,7 @@ def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Batch
 async def renew_batch(body: BatchRenewRequest, request: Request) -> Response:
     items = [Renew(i.id, i.token, i.lease_seconds) for i in body.items]
     answers = await service_of(request).renew_many(items)
-    return reply(_batch_results([i.id for i in body.items], answers))
+    return _batch_results([i.id for i in body.items], answers)
 
 
 @router.post(
@@ -255,14 +233,14 @@ async def renew_batch(body: BatchRenewRequest, request: Request) -> Response:
 async def complete_batch(body: BatchCompleteRequest, request: Request) -> Response:
     items = [Complete(i.id, i.token, i.result) for i in body.items]
     answers = await service_of(request).complete_many(items)
-    return reply(_batch_results([i.id for i in body.items], answers))
+    return _batch_results([i.id for i in body.items], answers)
 
 
 @router.post("/batch/fail", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER)
 async def fail_batch(body: BatchFailRequest, request: Request) -> Response:
     items = [Fail(i.id, i.token, i.error, i.retryable, i.retry_after_seconds) for i in body.items]
     answers = await service_of(request).fail_many(items)
-    return reply(_batch_results([i.id for i in body.items], answers))
+    return _batch_results([i.id for i in body.items], answers)
 
 
 @router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=_READERS)
@@ -315,7 +293,7 @@ async def job_attempts(job_id: str, request: Request) -> Response:
 )
 async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
     job = await service_of(request).renew(parse_job_id(job_id), body.token, body.lease_seconds)
-    return reply(JobOut.of(job))
+    return reply_json(job_wire(job))
 
 
 @router.post(
@@ -326,7 +304,7 @@ async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
 )
 async def complete(job_id: str, body: CompleteRequest, request: Request) -> Response:
     job = await service_of(request).complete(parse_job_id(job_id), body.token, body.result)
-    return reply(JobOut.of(job))
+    return reply_json(job_wire(job))
 
 
 @router.post(
@@ -340,7 +318,7 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
         retryable=body.retryable,
         retry_after_seconds=body.retry_after_seconds,
     )
-    return reply(JobOut.of(job))
+    return reply_json(job_wire(job))
 
 
 @router.post(
@@ -350,7 +328,8 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
     dependencies=_WORKER,
 )
 async def release(job_id: str, body: ReleaseRequest, request: Request) -> Response:
-    return reply(JobOut.of(await service_of(request).release(parse_job_id(job_id), body.token)))
+    job = await service_of(request).release(parse_job_id(job_id), body.token)
+    return reply_json(job_wire(job))
 
 
 @router.post(

@@ -60,7 +60,7 @@ def _kind(raw: str) -> str:
 @router.put(
     "/schedules/{name}",
     response_model=ScheduleOut,
-    responses={201: {"model": ScheduleOut, "description": "created"}, **errors(422)},
+    responses={201: {"model": ScheduleOut, "description": "created"}, **errors(404, 422)},
     dependencies=_ADMIN,
 )
 async def put_schedule(name: _NAME, body: ScheduleRequest, request: Request) -> Response:
@@ -100,7 +100,7 @@ async def list_limits(request: Request) -> Response:
 
 
 @router.put(
-    "/limits/{kind:path}", response_model=LimitOut, responses=errors(422), dependencies=_ADMIN
+    "/limits/{kind:path}", response_model=LimitOut, responses=errors(404, 422), dependencies=_ADMIN
 )
 async def put_limit(kind: str, body: LimitRequest, request: Request) -> Response:
     """At most ``max_running`` jobs of the kind running at once, from the next lease on."""

@@ -39,10 +39,13 @@ MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
 MAX_RUNNING_LIMIT = 100_000
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def _printable(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty or only white space")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if _CONTROL.search(value):  # a regex: a character loop in Python was a tenth of enqueue
         raise ValueError("must not contain control characters")
     return value
 

@@ -15,10 +15,21 @@ jitter (``RetryPolicy``); 4xx answers never are. That is safe because every call
 idempotent: a worker's renew / complete / fail / release repeats under the same token are
 answered as the first was, reads change nothing, and an enqueue always carries an
 idempotency key (see ``Client.enqueue``).
+
+Batches (``enqueue_many``, ``lease(..., max_jobs=N)``, ``renew_many``, ``complete_many``,
+``fail_many``) send up to 1,000 items in one request; reports are answered item by item
+(``ItemResult``), so one stale token never fails the others.
 """
 
 from leasehold.client._answers import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
 from leasehold.client._client import Client
+from leasehold.client._items import (
+    CompleteItem,
+    FailItem,
+    ItemOutcome,
+    ItemResult,
+    RenewItem,
+)
 from leasehold.client._new import MAX_BATCH, NewJob
 from leasehold.client._sync import SyncClient
 from leasehold.retry import NO_RETRY, RetryPolicy
@@ -28,9 +39,14 @@ __all__ = [
     "MAX_BATCH",
     "NO_RETRY",
     "Client",
+    "CompleteItem",
+    "FailItem",
+    "ItemOutcome",
+    "ItemResult",
     "JobPage",
     "Lease",
     "NewJob",
+    "RenewItem",
     "RetryPolicy",
     "SyncClient",
     "error_from_answer",

@@ -82,6 +82,13 @@ def error_from_answer(status: int, body: bytes) -> LeaseholdError:
     return cls(message)
 
 
+def error_from_code(
+    code: str | None, message: str, fallback: type[LeaseholdError] = LeaseholdError
+) -> LeaseholdError:
+    """The error a code in an answer (a batch item's, say) stands for."""
+    return (_BY_CODE.get(code or "") or fallback)(message)
+
+
 def _code_and_message(body: bytes) -> tuple[str | None, str]:
     try:
         parsed = orjson.loads(body)

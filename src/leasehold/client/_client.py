@@ -9,7 +9,7 @@ import random
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 from urllib.parse import quote
 
 from leasehold.client._answers import (
@@ -22,8 +22,16 @@ from leasehold.client._answers import (
     parse_attempt,
     parse_job,
 )
-from leasehold.client._new import NewJob
+from leasehold.client._items import (
+    CompleteItem,
+    FailItem,
+    ItemResult,
+    RenewItem,
+    parse_results,
+)
+from leasehold.client._new import MAX_BATCH, NewJob
 from leasehold.client._transport import Transport
+from leasehold.errors import InvalidRequest
 from leasehold.model import JSON, Attempt, Job, JobStatus
 from leasehold.retry import RetryPolicy, call_with_retry
 
@@ -137,6 +145,7 @@ class Client:
 
     # -- workers ------------------------------------------------------------------------
 
+    @overload
     async def lease(
         self,
         worker_id: str,
@@ -145,11 +154,40 @@ class Client:
         kinds: Sequence[str] | None = None,
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
-    ) -> Lease | None:
+        max_jobs: None = None,
+    ) -> Lease | None: ...
+
+    @overload
+    async def lease(
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: float | None = None,
+        kinds: Sequence[str] | None = None,
+        wait_seconds: float = 0.0,
+        queues: Sequence[str] | None = None,
+        max_jobs: int,
+    ) -> list[Lease]: ...
+
+    async def lease(
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: float | None = None,
+        kinds: Sequence[str] | None = None,
+        wait_seconds: float = 0.0,
+        queues: Sequence[str] | None = None,
+        max_jobs: int | None = None,
+    ) -> Lease | list[Lease] | None:
         """Lease the next due job, waiting up to ``wait_seconds`` for one; None if none came.
 
-        A retried lease whose first answer was lost leaves that job leased to nobody until
-        its lease expires and the coordinator takes it back: it is delayed, never lost.
+        With ``max_jobs`` (1-1000): lease up to that many at once, each under its own
+        token, and answer a list (empty if none came). The wait ends as soon as there is
+        one; ask only for as many as you will start at once, since every lease runs from
+        when it is granted.
+
+        A retried lease whose first answer was lost leaves those jobs leased to nobody until
+        their lease expires and the coordinator takes them back: delayed, never lost.
         """
         body = drop_none(
             worker_id=worker_id,
@@ -157,9 +195,13 @@ class Client:
             kinds=list(kinds) if kinds is not None else None,
             queues=list(queues) if queues is not None else None,
             wait_seconds=wait_seconds,
+            max_jobs=max_jobs,
         )
         timeout = wait_seconds + self._transport.timeout_seconds
         data = await self._call("POST", "/lease", body, timeout_seconds=timeout)
+        if max_jobs is not None:
+            leases = [] if data is None else data["leases"]
+            return [Lease(parse_job(item["job"]), int(item["token"])) for item in leases]
         return None if data is None else Lease(parse_job(data["job"]), int(data["token"]))
 
     async def renew(self, job_id: int, token: int, *, lease_seconds: float | None = None) -> Job:
@@ -194,6 +236,24 @@ class Client:
     async def release(self, job_id: int, token: int) -> Job:
         """Hand a leased job back unfinished: queued again at once, its attempt given back."""
         return parse_job(await self._call("POST", f"/jobs/{job_id}/release", {"token": token}))
+
+    # Batch reports: one request and one transaction, each item fenced by its own token and
+    # answered on its own (``ItemResult``); a repeat is answered as the first was.
+
+    async def renew_many(self, items: Sequence[RenewItem]) -> list[ItemResult]:
+        """Extend up to 1,000 leases; each item's result says whether its lease was."""
+        return await self._batch("/batch/renew", [i.wire() for i in _check_size(items)])
+
+    async def complete_many(self, items: Sequence[CompleteItem]) -> list[ItemResult]:
+        """Report up to 1,000 successes; each item's result says whether it was accepted."""
+        return await self._batch("/batch/complete", [i.wire() for i in _check_size(items)])
+
+    async def fail_many(self, items: Sequence[FailItem]) -> list[ItemResult]:
+        """Report up to 1,000 failures; each item's result says whether it was accepted."""
+        return await self._batch("/batch/fail", [i.wire() for i in _check_size(items)])
+
+    async def _batch(self, path: str, items: list[dict[str, Any]]) -> list[ItemResult]:
+        return parse_results(await self._call("POST", path, {"items": items}), len(items))
 
     # -- reading and operating ----------------------------------------------------------
 
@@ -297,3 +357,10 @@ class Client:
         data = await self._call("GET", "/limits")
         limits: builtins.list[dict[str, Any]] = data["limits"]
         return limits
+
+
+def _check_size(items: Sequence[Any]) -> Sequence[Any]:
+    # Refused here rather than by the coordinator's 422, which would name no item.
+    if not 1 <= len(items) <= MAX_BATCH:
+        raise InvalidRequest(f"a batch holds 1 to {MAX_BATCH} items, not {len(items)}")
+    return items

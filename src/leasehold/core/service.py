@@ -103,41 +103,103 @@ class Fail:
     retry_after_seconds: float | None = None
 
 
+@dataclass(eq=False, slots=True)
+class Waiter:
+    """A lessee waiting for work. It may be woken to look again (``None``), or be handed
+    the jobs leased for it in an enqueue's own transaction."""
+
+    request: LeaseRequest
+    future: asyncio.Future[list[Job] | None]
+    gone: Callable[[], Awaitable[bool]] | None = None  # whether its connection has closed
+    waiting: bool = False  # in ``Wakeup.wait``, not looking for itself: may be handed jobs
+    claimed: bool = False  # an enqueue is leasing for it: it must take what that brings
+
+
+def _matches(request: LeaseRequest, job: NewJob) -> bool:
+    kinds, queues = request.kinds, request.queues
+    return (kinds is None or job.kind in kinds) and (queues is None or job.queue in queues)
+
+
 class Wakeup:
     """Wakes long-polling lessees when work may have become available.
 
     ``notify(n)`` wakes the ``n`` longest-waiting lessees (all of them when ``n`` is None),
-    so one new job does not send every idle worker to the database at once.
+    so one new job does not send every idle worker to the database at once. ``claim``
+    takes waiting lessees off the queue for an enqueue that leases for them.
     """
 
     def __init__(self) -> None:
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._waiters: collections.deque[Waiter] = collections.deque()
 
     def notify(self, n: int | None = None) -> None:
         left = len(self._waiters) if n is None else n
         while left > 0 and self._waiters:
             waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
+            if not waiter.future.done():
+                waiter.future.set_result(None)
                 left -= 1
 
-    def register(self) -> asyncio.Future[None]:
+    def claim(self, due: Sequence[NewJob]) -> list[Waiter]:
+        """Waiting lessees that would lease some of these jobs (kind and queue), longest
+        waiting first, until they ask for as many; each must then be ``hand``-ed its jobs."""
+        wanted = len(due)
+        claimed: list[Waiter] = []
+        for waiter in list(self._waiters):
+            if wanted <= 0:
+                break
+            if not waiter.waiting or waiter.future.done():
+                continue
+            if not any(_matches(waiter.request, job) for job in due):
+                continue
+            self._waiters.remove(waiter)
+            waiter.claimed = True
+            claimed.append(waiter)
+            wanted -= waiter.request.max_jobs
+        return claimed
+
+    @property
+    def waiting(self) -> int:
+        """How many lessees are waiting right now (not looking for themselves)."""
+        return sum(w.waiting for w in self._waiters)
+
+    @staticmethod
+    def hand(waiter: Waiter, jobs: list[Job] | None) -> None:
+        if not waiter.future.done():
+            waiter.future.set_result(jobs)
+
+    def register(
+        self, request: LeaseRequest, gone: Callable[[], Awaitable[bool]] | None = None
+    ) -> Waiter:
         """Join the queue of waiters now, before looking for work, so that a notify sent
         while the lessee is still looking is not lost."""
-        waiter = asyncio.get_running_loop().create_future()
+        waiter = Waiter(request, asyncio.get_running_loop().create_future(), gone)
         self._waiters.append(waiter)
         return waiter
 
-    def forget(self, waiter: asyncio.Future[None]) -> None:
-        if not waiter.done():
-            waiter.cancel()
+    def forget(self, waiter: Waiter) -> None:
+        if waiter.claimed:
+            return  # off the queue already, and its future is the enqueue's to settle
+        if not waiter.future.done():
+            waiter.future.cancel()
         with contextlib.suppress(ValueError):
             self._waiters.remove(waiter)
 
-    async def wait(self, waiter: asyncio.Future[None], seconds: float) -> None:
-        """Until ``waiter`` is notified, or ``seconds`` at most."""
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(waiter), seconds)
+    async def wait(self, waiter: Waiter, seconds: float) -> list[Job] | None:
+        """Until ``waiter`` is notified, or ``seconds`` at most; the jobs it was handed,
+        if an enqueue leased some for it."""
+        waiter.waiting = True
+        try:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(waiter.future), seconds)
+        finally:
+            waiter.waiting = False
+        if waiter.claimed:
+            # Its lease is being committed with the enqueue: take what it brings, or those
+            # jobs would sit leased to nobody until their lease ran out.
+            return await waiter.future
+        if waiter.future.done() and not waiter.future.cancelled():
+            return waiter.future.result()
+        return None
 
 
 class JobService:
@@ -182,17 +244,45 @@ class JobService:
 
     async def enqueue_many(self, requests: Sequence[Enqueue]) -> list[Inserted]:
         """All in one transaction: a conflicting idempotency key inserts none of them, and
-        neither does a payload over the cap."""
+        neither does a payload over the cap.
+
+        Lessees waiting for jobs of these kinds and queues have their leases made in the
+        same commit (one fsync from enqueue to start instead of two); others are woken.
+        """
         for r in requests:
             if too_large := self.oversize("payload", r.payload):
                 raise too_large
-        inserted = await self.store.job_insert_many([r.new_job() for r in requests])
+        new_jobs = [r.new_job() for r in requests]
+        claimed = await self._claim_waiters([j for j in new_jobs if j.run_after is None])
+        handed = 0
+        if claimed:
+            both = await self.store.job_insert_and_lease(new_jobs, [w.request for w in claimed])
+            for waiter, jobs in zip(claimed, both.leased, strict=True):
+                self.wakeup.hand(waiter, jobs)
+                handed += len(jobs or ())
+            if both.error is not None:
+                raise both.error
+            inserted = both.inserted
+        else:
+            inserted = await self.store.job_insert_many(new_jobs)
         created = [i.job for i in inserted if i.created]
-        self.wakeup.notify(len(created))
+        self.wakeup.notify(max(0, len(created) - handed))
         for job in created:
-            log.info("job.enqueued", **_fields(job))
+            # Debug, as job.leased: per job per step, they would double a busy coordinator's
+            # logging; the attempt history keeps who leased what and when.
+            log.debug("job.enqueued", **_fields(job))
         self.metrics.enqueued(created)
         return inserted
+
+    async def _claim_waiters(self, due: Sequence[NewJob]) -> list[Waiter]:
+        """Waiting lessees that would lease some of these jobs, except those whose
+        connection has closed: a lease made for them would sit unused until it expired."""
+        claimed = self.wakeup.claim(due)
+        for waiter in list(claimed):
+            if waiter.gone is not None and await waiter.gone():
+                claimed.remove(waiter)
+                self.wakeup.hand(waiter, None)  # it looks again, sees it is gone, and ends
+        return claimed
 
     # -- workers ------------------------------------------------------------------------
 
@@ -223,7 +313,7 @@ class JobService:
         deadline = loop.time() + wait_seconds
         waiting = False
         while True:
-            waiter = self.wakeup.register() if wait_seconds > 0 else None
+            waiter = self.wakeup.register(request, gone) if wait_seconds > 0 else None
             try:
                 jobs = await self.store.job_lease(request)
                 remaining = deadline - loop.time()
@@ -232,7 +322,10 @@ class JobService:
                 if not waiting:
                     waiting = True
                     log.debug("lease.waiting", worker_id=worker_id, wait_seconds=wait_seconds)
-                await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
+                handed = await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
+                if handed:
+                    jobs = handed
+                    break
                 if gone is not None and await gone():
                     jobs = []
                     break
@@ -240,7 +333,7 @@ class JobService:
                 if waiter is not None:
                     self.wakeup.forget(waiter)
         for job in jobs:
-            log.info("job.leased", **_fields(job))
+            log.debug("job.leased", **_fields(job))
         self.metrics.leased(jobs)
         return jobs
 

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from leasehold.core.schedule import Firing, Schedule, ScheduleSpec, idempotency_key
 from leasehold.core.transitions import Outcome
+from leasehold.errors import LeaseholdError
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 
 Decide = Callable[[Job, datetime], Outcome]
@@ -40,6 +41,15 @@ class NewJob:
 class Inserted:
     job: Job
     created: bool  # False: the idempotency key was used before, ``job`` is that job
+
+
+@dataclass(frozen=True, slots=True)
+class InsertedAndLeased:
+    """What ``job_insert_and_lease`` did: each part succeeded or failed on its own."""
+
+    inserted: list[Inserted]  # empty when ``error`` is set
+    error: LeaseholdError | None  # the insert's, as ``job_insert_many`` would raise it
+    leased: list[list[Job] | None]  # per lease request; None: that lease failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +164,15 @@ class Store(Protocol):
         A key used before with a different ``request_hash`` raises IdempotencyConflict and
         inserts none of the jobs.
         """
+        ...
+
+    async def job_insert_and_lease(
+        self, jobs: Sequence[NewJob], leases: Sequence[LeaseRequest]
+    ) -> InsertedAndLeased:
+        """``job_insert_many``, then each ``job_lease`` in turn, committed together where
+        the backend can (SQLite: one commit for all), so that a job enqueued for a waiting
+        lessee is handed over with one commit instead of two. Every part is answered on
+        its own: a refused insert fails no lease, a failed lease no other."""
         ...
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:

@@ -26,7 +26,7 @@ import structlog
 
 from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
-from leasehold.errors import IdempotencyConflict, InvalidRequest, Unavailable
+from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched
@@ -37,6 +37,7 @@ from leasehold.store.base import (
     Fired,
     FirstFire,
     Inserted,
+    InsertedAndLeased,
     JobFilter,
     KindLimit,
     LeaseRequest,
@@ -424,6 +425,25 @@ class PostgresStore:
                 f"the idempotency key was used for job {existing.id} with a different request"
             )
         return Inserted(existing, created=False)
+
+    async def job_insert_and_lease(
+        self, jobs: Sequence[NewJob], leases: Sequence[LeaseRequest]
+    ) -> InsertedAndLeased:
+        # Separate transactions: each commit here is a round trip of its own anyway, and a
+        # lease never waits for another coordinator's insert.
+        inserted: list[Inserted] = []
+        error: LeaseholdError | None = None
+        try:
+            inserted = await self.job_insert_many(jobs)
+        except LeaseholdError as exc:
+            error = exc
+        leased: list[list[Job] | None] = []
+        for request in leases:
+            try:
+                leased.append(await self.job_lease(request))
+            except LeaseholdError:
+                leased.append(None)
+        return InsertedAndLeased(inserted, error, leased)
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
         kinds = list(dict.fromkeys(request.kinds)) if request.kinds is not None else None

@@ -11,6 +11,7 @@ after its change is durable. Times are stored as seconds since the epoch.
 from __future__ import annotations
 
 import asyncio
+import functools
 import queue
 import sqlite3
 import threading
@@ -24,7 +25,7 @@ import orjson
 from leasehold.core.clock import Clock, SystemClock
 from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
-from leasehold.errors import IdempotencyConflict, Unavailable
+from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
@@ -34,6 +35,7 @@ from leasehold.store.base import (
     Fired,
     FirstFire,
     Inserted,
+    InsertedAndLeased,
     JobFilter,
     KindLimit,
     LeaseRequest,
@@ -56,6 +58,15 @@ _COLUMNS: Final = (
     " request_hash, result, last_error, report, priority, queue, cancel_requested"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
+_READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
+_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (9 variables each)
+# The write of a decision, guarded by the token and status it was decided on.
+_GUARDED_WRITE: Final = (
+    "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
+    " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
+    " last_error = ?, report = ?, cancel_requested = ?"
+    " WHERE id = ? AND lease_token = ? AND status = ?"
+)
 _STOP: Final = object()
 
 
@@ -91,6 +102,25 @@ def _job(row: tuple[Any, ...]) -> Job:
         priority=row[19],
         queue=row[20],
         cancel_requested=bool(row[21]),
+    )
+
+
+def _write_params(before: Job, after: Job) -> tuple[Any, ...]:
+    return (
+        after.status,
+        after.attempts,
+        after.run_after.timestamp(),
+        after.lease_owner,
+        _ts(after.lease_expires_at),
+        after.lease_seconds,
+        _ts(after.finished_at),
+        orjson.dumps(after.result).decode() if after.result is not None else None,
+        after.last_error,
+        after.report,
+        after.cancel_requested,
+        before.id,
+        before.lease_token,
+        before.status,
     )
 
 
@@ -218,9 +248,10 @@ class SqliteStore:
         loop.call_soon_threadsafe(ready.set_result, None)
         stopping = False
         while not stopping:
-            batch = [self._queue.get()]
-            if batch[0] is _STOP:
+            first = self._queue.get()
+            if first is _STOP:
                 break
+            batch = list(first)  # a queue item is a group of operations, committed together
             while len(batch) < _BATCH_LIMIT:
                 try:
                     item = self._queue.get_nowait()
@@ -229,7 +260,7 @@ class SqliteStore:
                 if item is _STOP:
                     stopping = True
                     break
-                batch.append(item)
+                batch.extend(item)
             answers = self._execute(conn, batch)
             loop.call_soon_threadsafe(_deliver, answers)
         conn.close()
@@ -259,11 +290,17 @@ class SqliteStore:
         return answers
 
     async def _call(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        (future,) = self._submit([op])
+        result: T = await future
+        return result
+
+    def _submit(self, ops: Sequence[Op]) -> list[asyncio.Future[Any]]:
+        """Queue operations that will share one transaction (each in its own savepoint)."""
         if self._thread is None or self._loop is None:
             raise Unavailable("the store is not open")
-        future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put((op, future))
-        return await future
+        futures = [self._loop.create_future() for _ in ops]
+        self._queue.put(list(zip(ops, futures, strict=True)))
+        return futures
 
     # -- the Store protocol -------------------------------------------------------------
 
@@ -276,46 +313,122 @@ class SqliteStore:
     def _insert(
         self, conn: sqlite3.Connection, jobs: Sequence[NewJob], *, compare: bool = True
     ) -> list[Inserted]:
-        """``compare=False``: a used key is taken as this job, whatever its request."""
+        """``compare=False``: a used key is taken as this job, whatever its request.
+
+        Statements per batch, not per job: the used keys are read in one query and the new
+        jobs written by multi-row INSERTs (SQLite numbers the rows in VALUES order).
+        """
         now = self._clock.now().timestamp()
-        inserted: list[Inserted] = []
-        tally = _Tally(now)
+        keys = [j.idempotency_key for j in jobs if j.idempotency_key is not None]
+        known = self._read_keys(conn, keys) if keys else {}
+        answers: list[Job | int] = []  # a job already stored, or an index into ``fresh``
+        fresh: list[NewJob] = []
+        pending: dict[str, int] = {}  # key -> index in ``fresh``: a key used twice in the batch
         for new in jobs:
-            if new.idempotency_key is not None:
-                row = conn.execute(
-                    f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = ?",
-                    (new.idempotency_key,),
-                ).fetchone()
-                if row is not None:
-                    existing = _job(row)
-                    if compare and existing.request_hash != new.request_hash:
-                        # The key itself is not quoted: it is client input (DESIGN.md §10).
-                        raise IdempotencyConflict(
-                            f"the idempotency key was used for job {existing.id}"
-                            " with a different request"
-                        )
-                    inserted.append(Inserted(existing, created=False))
-                    continue
-            row = conn.execute(
-                "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                " idempotency_key, request_hash, priority, queue)"
-                f" VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
-                (
+            key = new.idempotency_key
+            if key is None or (key not in known and key not in pending):
+                if key is not None:
+                    pending[key] = len(fresh)
+                answers.append(len(fresh))
+                fresh.append(new)
+                continue
+            seen = known[key] if key in known else fresh[pending[key]]
+            if compare and seen.request_hash != new.request_hash:
+                # The key itself is not quoted: it is client input (DESIGN.md §10).
+                used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
+                raise IdempotencyConflict(
+                    f"the idempotency key was used for {used_by} with a different request"
+                )
+            answers.append(seen if isinstance(seen, Job) else pending[key])
+        created = self._insert_rows(conn, fresh, now)
+        tally = _Tally(now)
+        for new in fresh:
+            tally.add("enqueued", new.kind)
+        tally.write(conn)
+        first_use: set[int] = set()
+        inserted: list[Inserted] = []
+        for answer in answers:
+            if isinstance(answer, Job):
+                inserted.append(Inserted(answer, created=False))
+            else:  # the first item with a key creates the job; a repeat in the batch does not
+                inserted.append(Inserted(created[answer], created=answer not in first_use))
+                first_use.add(answer)
+        return inserted
+
+    @staticmethod
+    def _read_keys(conn: sqlite3.Connection, keys: list[str]) -> dict[str, Job]:
+        found: dict[str, Job] = {}
+        for start in range(0, len(keys), _READ_CHUNK):
+            chunk = keys[start : start + _READ_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key IN ({marks})"
+            for row in conn.execute(sql, chunk):
+                found[row[14]] = _job(row)  # idempotency_key
+        return found
+
+    @staticmethod
+    def _insert_rows(conn: sqlite3.Connection, fresh: list[NewJob], now: float) -> list[Job]:
+        created: list[Job] = []
+        created_at = datetime.fromtimestamp(now, UTC)
+        for start in range(0, len(fresh), _INSERT_CHUNK):
+            chunk = fresh[start : start + _INSERT_CHUNK]
+            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            rows: list[tuple[NewJob, str, float]] = []
+            params: list[Any] = []
+            for new in chunk:
+                payload, run_after = orjson.dumps(new.payload).decode(), _ts(new.run_after) or now
+                rows.append((new, payload, run_after))
+                params += (
                     new.kind,
-                    orjson.dumps(new.payload).decode(),
+                    payload,
                     new.max_attempts,
-                    _ts(new.run_after) or now,
+                    run_after,
                     now,
                     new.idempotency_key,
                     new.request_hash,
                     new.priority,
                     new.queue,
-                ),
-            ).fetchone()
-            inserted.append(Inserted(_job(row), created=True))
-            tally.add("enqueued", new.kind)
-        tally.write(conn)
-        return inserted
+                )
+            ids = conn.execute(
+                "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
+                f" idempotency_key, request_hash, priority, queue) VALUES {values} RETURNING id",
+                params,
+            ).fetchall()
+            # The jobs as a read would return them, built from what was written.
+            for (job_id,), (new, payload, run_after) in zip(sorted(ids), rows, strict=True):
+                created.append(
+                    Job(
+                        id=job_id,
+                        kind=new.kind,
+                        payload=orjson.loads(payload),
+                        status=JobStatus.QUEUED,
+                        attempts=0,
+                        max_attempts=new.max_attempts,
+                        run_after=datetime.fromtimestamp(run_after, UTC),
+                        created_at=created_at,
+                        idempotency_key=new.idempotency_key,
+                        request_hash=new.request_hash,
+                        priority=new.priority,
+                        queue=new.queue,
+                    )
+                )
+        return created
+
+    async def job_insert_and_lease(
+        self, jobs: Sequence[NewJob], leases: Sequence[LeaseRequest]
+    ) -> InsertedAndLeased:
+        ops: list[Op] = [lambda conn: self._insert(conn, jobs)]
+        ops += [functools.partial(self._lease, request=r) for r in leases]
+        answers = await asyncio.gather(*self._submit(ops), return_exceptions=True)
+        inserted, leased = answers[0], answers[1:]
+        if isinstance(inserted, BaseException):
+            error = inserted if isinstance(inserted, LeaseholdError) else Unavailable(str(inserted))
+            inserted = []
+        else:
+            error = None
+        return InsertedAndLeased(
+            inserted, error, [None if isinstance(a, BaseException) else a for a in leased]
+        )
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
         return await self._call(lambda conn: self._lease(conn, request))
@@ -368,67 +481,56 @@ class SqliteStore:
     def _decide(
         self, conn: sqlite3.Connection, items: Sequence[tuple[int, Decide]]
     ) -> list[Outcome | None]:
+        # One read for the whole batch and one executemany per table: per job, only the
+        # rule runs in Python. The transaction's "now" is the same for every item.
+        now = self._clock.now()
+        stamp = now.timestamp()
+        current = self._read_many(conn, {job_id for job_id, _ in items})
         outcomes: list[Outcome | None] = []
-        tally = _Tally(self._clock.now().timestamp())
+        writes: list[tuple[Any, ...]] = []
+        closed: list[tuple[Any, ...]] = []
+        tally = _Tally(stamp)
         for job_id, decide in items:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
-            if row is None:
+            before = current.get(job_id)
+            if before is None:
                 outcomes.append(None)
                 continue
-            before = _job(row)
-            now = self._clock.now()
             outcome = decide(before, now)
+            after = outcome.job
             if outcome.changed:
-                self._write(conn, before, outcome.job)
+                writes.append(_write_params(before, after))
+                current[job_id] = after  # a second item for the same job sees this one
             if outcome.attempt is not None:
-                conn.execute(
-                    "UPDATE attempts SET outcome = ?, finished_at = ?, error = ?"
-                    " WHERE job_id = ? AND token = ?",
-                    (
-                        outcome.attempt,
-                        now.timestamp(),
-                        None
-                        if outcome.attempt is AttemptOutcome.COMPLETED
-                        else outcome.job.last_error,
-                        job_id,
-                        before.lease_token,
-                    ),
-                )
+                error = None if outcome.attempt is AttemptOutcome.COMPLETED else after.last_error
+                closed.append((outcome.attempt, stamp, error, job_id, before.lease_token))
             for name in outcome.events:
                 run = 0.0
                 if name == "completed" and before.leased_at is not None:
-                    run = max(0.0, (now - before.leased_at).total_seconds())
+                    run = max(0.0, stamp - before.leased_at.timestamp())
                 tally.add(name, before.kind, run)
             outcomes.append(outcome)
+        written = conn.executemany(_GUARDED_WRITE, writes).rowcount if writes else 0
+        if written != len(writes):  # impossible with one writer; refuse rather than half-apply
+            raise Unavailable("a job changed under a guarded write")
+        if closed:
+            conn.executemany(
+                "UPDATE attempts SET outcome = ?, finished_at = ?, error = ?"
+                " WHERE job_id = ? AND token = ?",
+                closed,
+            )
         tally.write(conn)
         return outcomes
 
     @staticmethod
-    def _write(conn: sqlite3.Connection, before: Job, after: Job) -> None:
-        written = conn.execute(
-            "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
-            " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
-            " last_error = ?, report = ?, cancel_requested = ?"
-            " WHERE id = ? AND lease_token = ? AND status = ?",
-            (
-                after.status,
-                after.attempts,
-                after.run_after.timestamp(),
-                after.lease_owner,
-                _ts(after.lease_expires_at),
-                after.lease_seconds,
-                _ts(after.finished_at),
-                orjson.dumps(after.result).decode() if after.result is not None else None,
-                after.last_error,
-                after.report,
-                after.cancel_requested,
-                before.id,
-                before.lease_token,
-                before.status,
-            ),
-        ).rowcount
-        if written != 1:  # impossible with one writer; refuse rather than half-apply
-            raise Unavailable(f"job {before.id} changed under a guarded write")
+    def _read_many(conn: sqlite3.Connection, ids: set[int]) -> dict[int, Job]:
+        found: dict[int, Job] = {}
+        pending = sorted(ids)
+        for start in range(0, len(pending), _READ_CHUNK):
+            chunk = pending[start : start + _READ_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id IN ({marks})", chunk):
+                found[row[0]] = _job(row)
+        return found
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         def op(conn: sqlite3.Connection) -> list[Expired]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import traceback
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from leasehold.worker.job import LeasedJob
 from leasehold.worker.lease import LeaseKeeper
 from leasehold.worker.registry import Handler
 from leasehold.worker.threads import in_daemon_thread
-from leasehold.worker.waiting import cancel_and_wait
+from leasehold.worker.waiting import Flag, cancel_and_wait
 
 log = structlog.get_logger("leasehold.worker")
 
@@ -59,25 +60,29 @@ async def call_handler(handler: Handler, job: LeasedJob) -> Any:
     return result
 
 
-async def execute(
-    handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced: asyncio.Event
-) -> Outcome:
+async def execute(handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced: Flag) -> Outcome:
     """Run the handler until it ends, its lease is lost or a forced stop; what it came to.
 
     On a lost lease, a cancelled job or a forced stop the handler is cancelled (a thread
-    cannot be, and runs on with its result dropped). A result that arrives after the lease ran out is dropped
-    too: another worker may hold the job by then.
+    cannot be, and runs on with its result dropped). A result that arrives after the lease
+    ran out is dropped too: another worker may hold the job by then.
     """
-    task = asyncio.create_task(call_handler(handler, job), name=f"leasehold-job-{job.id}")
-    stoppers = [asyncio.create_task(keeper.lost.wait()), asyncio.create_task(forced.wait())]
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(call_handler(handler, job), name=f"leasehold-job-{job.id}")
+    ended: asyncio.Future[None] = loop.create_future()
+    end = functools.partial(_end, ended)
+    task.add_done_callback(end)
+    keeper.lost.add_callback(end)
+    forced.add_callback(end)
     try:
-        await asyncio.wait({task, *stoppers}, return_when=asyncio.FIRST_COMPLETED)
+        await ended
     except BaseException:
         task.cancel()
         raise
     finally:
-        for stopper in stoppers:
-            stopper.cancel()
+        task.remove_done_callback(end)
+        keeper.lost.remove_callback(end)
+        forced.remove_callback(end)
     if not task.done():
         if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):
             log.warning("job.cancel_ignored", waited_seconds=CANCEL_WAIT_SECONDS)
@@ -89,6 +94,11 @@ async def execute(
             log.warning("lease.lost", reason="expired", error="the handler finished too late")
         return Interrupted("lease_lost")
     return outcome_of(task)
+
+
+def _end(ended: asyncio.Future[None], *_: object) -> None:
+    if not ended.done():
+        ended.set_result(None)
 
 
 def _why(keeper: LeaseKeeper) -> Literal["lease_lost", "forced", "cancelled"]:

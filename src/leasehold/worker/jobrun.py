@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from leasehold.client import Client, Lease
+from leasehold.client import Client, CompleteItem, FailItem, Lease
 from leasehold.errors import (
     Conflict,
     InvalidRequest,
@@ -19,9 +19,10 @@ from leasehold.errors import (
 )
 from leasehold.worker.execute import Failed, Interrupted, Outcome, Succeeded, execute
 from leasehold.worker.job import LeasedJob
-from leasehold.worker.lease import LeaseKeeper
+from leasehold.worker.lease import LeaseKeeper, Renewer
 from leasehold.worker.registry import Registry
-from leasehold.worker.waiting import Preempted, cancel_and_wait, unless_set
+from leasehold.worker.report import Reporter
+from leasehold.worker.waiting import Flag, Preempted, unless_set
 
 log = structlog.get_logger("leasehold.worker")
 
@@ -49,43 +50,52 @@ class Leased:
 
 
 class JobRunner:
-    """Runs leased jobs for the worker's loops; shares the worker's client and stop events."""
+    """Runs leased jobs for the worker; shares its client, renewer, reporter and stop events."""
 
     def __init__(
         self,
         client: Client,
         registry: Registry,
-        forced: asyncio.Event,
+        forced: Flag,
         polls_ended: Callable[[], Awaitable[None]],
     ) -> None:
         self.client = client
+        self.renewer = Renewer(client)
+        self.reporter = Reporter(client)
         self.registry = registry
         self.forced = forced
         # Releases happen only while stopping; they wait for the worker's lease polls to
         # end, or a poll could lease the job straight back.
         self.polls_ended = polls_ended
 
-    async def run(self, leased: Leased) -> None:
+    async def run(self, leased: Leased, handler_done: Callable[[], None]) -> None:
+        """Run the job's handler, then report what it came to; in a task of its own.
+        ``handler_done`` is called as soon as the handler has ended (its slot can take
+        another job while the report is on its way)."""
         job = leased.job
-        with structlog.contextvars.bound_contextvars(
+        # Each job runs in a task of its own, on a copy of the worker's context: bound here,
+        # the fields go with every line the job logs (its handler's too) and end with it.
+        structlog.contextvars.bind_contextvars(
             job_id=job.id, kind=job.kind, attempt=job.attempt, token=job.token
-        ):
-            handler = self.registry.get(job.kind)
-            if handler is None:
-                handles = ", ".join(self.registry.kinds)
-                error = f"no handler for kind {job.kind!r} in this worker (it handles: {handles})"
-                log.error("job.no_handler", error=error)
-                await self.report(leased, Failed(error), leased.deadline)
-                return
-            keeper = LeaseKeeper(self.client, job, leased.seconds, leased.deadline)
-            log.info("job.started")
-            started = time.monotonic()
-            renewing = asyncio.create_task(keeper.run(), name=f"leasehold-renew-{job.id}")
-            try:
-                outcome = await execute(handler, job, keeper, self.forced)
-            finally:
-                await cancel_and_wait(renewing)
-            await self.settle(leased, outcome, keeper, time.monotonic() - started)
+        )
+        handler = self.registry.get(job.kind)
+        if handler is None:
+            handler_done()
+            handles = ", ".join(self.registry.kinds)
+            error = f"no handler for kind {job.kind!r} in this worker (it handles: {handles})"
+            log.error("job.no_handler", error=error)
+            await self.report(leased, Failed(error), leased.deadline)
+            return
+        keeper = LeaseKeeper(job, leased.seconds, leased.deadline)
+        log.info("job.started")
+        started = time.monotonic()
+        self.renewer.add(keeper)
+        try:
+            outcome = await execute(handler, job, keeper, self.forced)
+        finally:
+            self.renewer.remove(keeper)
+            handler_done()
+        await self.settle(leased, outcome, keeper, time.monotonic() - started)
 
     async def settle(
         self, leased: Leased, outcome: Outcome, keeper: LeaseKeeper, seconds: float
@@ -104,10 +114,10 @@ class JobRunner:
         self, leased: Leased, outcome: Succeeded | Failed, deadline: float, seconds: float = 0.0
     ) -> None:
         """Complete or fail the job, retrying until answered, the lease runs out, or a
-        forced stop."""
+        forced stop. The reporter sends it along with the others that are ready."""
         try:
-            async with asyncio.timeout_at(deadline):
-                await unless_set(self.forced, self._send(leased.job, outcome, seconds))
+            # The reporter gives up on the report at ``deadline`` (TimeoutError).
+            await unless_set(self.forced, self._send(leased.job, outcome, seconds, deadline))
         except TimeoutError:
             log.warning("report.abandoned", reason="the lease ran out before it was answered")
         except Preempted:
@@ -121,23 +131,27 @@ class JobRunner:
         except LeaseholdError as exc:
             log.error("report.refused", reason=exc.code, error=exc.message)
 
-    async def _send(self, job: LeasedJob, outcome: Succeeded | Failed, seconds: float) -> None:
+    async def _send(
+        self, job: LeasedJob, outcome: Succeeded | Failed, seconds: float, deadline: float
+    ) -> None:
         if isinstance(outcome, Succeeded):
             try:
-                await self.client.complete(job.id, job.token, outcome.result)
+                item = CompleteItem(job.id, job.token, outcome.result)
+                await self.reporter.complete(item, deadline)
             except (InvalidRequest, PayloadTooLarge) as exc:
                 error = f"the coordinator refused the handler's result: {exc.message}"
                 outcome = Failed(error, retryable=False)
             else:
                 log.info("job.succeeded", seconds=round(seconds, 3))
                 return
-        after = await self.client.fail(
+        failure = FailItem(
             job.id,
             job.token,
             outcome.error,
             retryable=outcome.retryable,
             retry_after_seconds=outcome.retry_after_seconds,
         )
+        after = await self.reporter.fail(failure, deadline)
         log.warning(
             "job.failed",
             error=outcome.error.rstrip().rsplit("\n", 1)[-1],

@@ -1,4 +1,11 @@
-"""The worker: N loops that lease jobs and run them, and the way it stops.
+"""The worker: one loop that leases jobs in batches and runs them, and the way it stops.
+
+Leasing: one request at a time asks for as many jobs as there are free handler slots
+(``concurrency`` in all), waits for them with a long poll, and starts every job it brings
+at once: no job sits leased in a buffer while its lease runs. Each slot is free again as
+soon as its handler ends. Renewals (``lease.Renewer``) and reports (``report.Reporter``)
+of all running jobs go in batches too, each item fenced by its own token and answered on
+its own.
 
 Stopping: the first SIGINT / SIGTERM (``Worker.stop``) sets an Event. The loops stop
 leasing, let their running handlers finish and report them, and the worker exits 0. If
@@ -6,11 +13,11 @@ handlers are still running ``grace_seconds`` later, or at a second signal
 (``Worker.force``), they are cancelled and their jobs released, and the exit status is
 128 + the signal's number.
 
-Lease polls in flight are never cut short, not even by a forced stop: the coordinator does
-not notice that a client has gone, so a poll we abandoned could still be answered with a
-job nobody would run until its lease ran out. Polls are read to the end instead (at most
-``wait_seconds``), what they bring back is released unstarted, and releases wait for the
-worker's polls to end, so that a released job cannot go straight back to one of them.
+A lease poll in flight is never cut short, not even by a forced stop: the coordinator does
+not notice that a client has gone, so a poll we abandoned could still be answered with jobs
+nobody would run until their lease ran out. The poll is read to the end instead (at most
+``wait_seconds``), what it brings back is released unstarted, and releases wait for the
+poll to end, so that a released job cannot go straight back to it.
 """
 
 from __future__ import annotations
@@ -23,10 +30,11 @@ import structlog
 
 from leasehold.client import NO_RETRY, Client, Lease, RetryPolicy
 from leasehold.errors import LeaseholdError, Unavailable
+from leasehold.worker.capacity import Capacity
 from leasehold.worker.jobrun import JobRunner, Leased
 from leasehold.worker.registry import Registry
 from leasehold.worker.settings import WorkerSettings
-from leasehold.worker.waiting import wait_event
+from leasehold.worker.waiting import Flag, cancel_and_wait, wait_event
 
 log = structlog.get_logger("leasehold.worker")
 
@@ -49,19 +57,21 @@ class Worker:
         self.registry = registry
         self.settings = settings
         self.kinds = settings.kinds or registry.kinds
-        # Per loop: one poll and one renewal or report in flight, at most.
+        # The poll, a renewal, two batches of each report kind, and singles when a
+        # batch is refused as a whole (one per job at most).
         self.client = client or Client(
             settings.url,
             token=settings.token,
             retry=UNTIL_DEADLINE,
-            max_connections=2 * settings.concurrency + 2,
+            max_connections=settings.concurrency + 8,
         )
         # Leasing is not retried by the client: the loop backs off itself, so that a stop
         # can interrupt the wait.
         self._poller = self.client.with_retry(NO_RETRY)
         self._rng = rng or random.Random()
         self._stopping = asyncio.Event()
-        self._forced = asyncio.Event()
+        self._forced = Flag()
+        self._capacity = Capacity(settings.concurrency)
         self._polls = 0  # lease requests in flight
         self._polls_changed = asyncio.Condition()
         self._runner = JobRunner(self.client, registry, self._forced, self._polls_ended)
@@ -120,11 +130,16 @@ class Worker:
         )
         if missing:
             log.warning("worker.kinds_without_handler", kinds=missing)
+        runner = self._runner
+        renewing = asyncio.create_task(runner.renewer.run(), name="leasehold-renewer")
+        reporting = asyncio.create_task(runner.reporter.run(), name="leasehold-reporter")
         try:
-            async with asyncio.TaskGroup() as group:
-                for n in range(self.settings.concurrency):
-                    group.create_task(self._loop(), name=f"leasehold-loop-{n}")
+            async with asyncio.TaskGroup() as jobs:
+                await self._lease_loop(jobs)
         finally:
+            # Every job has had its report answered (or given up on it) by now.
+            await cancel_and_wait(renewing)
+            await cancel_and_wait(reporting)
             if self._grace is not None:
                 self._grace.cancel()
             await self.client.close()
@@ -132,33 +147,43 @@ class Worker:
         log.info("worker.stopped", exit_code=code)
         return code
 
-    async def _loop(self) -> None:
+    async def _lease_loop(self, jobs: asyncio.TaskGroup) -> None:
         failures = 0
         while not self._stopping.is_set():
+            free = await self._capacity.take_all(self._stopping)
+            if not free:
+                break  # stopping
             try:
-                lease = await self._poll()
+                leases = await self._poll(free)
             except Unavailable as exc:
+                self._capacity.give(free)
                 failures += 1
                 delay = UNREACHABLE_BACKOFF.delay(failures, self._rng)
                 log.warning("coordinator.unreachable", error=exc.message, retry_in=round(delay, 2))
                 await wait_event(self._stopping, delay)
                 continue
             except LeaseholdError as exc:  # 401, 403, 422: asking again will not help
+                self._capacity.give(free)
                 log.error("worker.fatal", error=exc.message, code=exc.code)
                 self._fatal = exc
                 self.stop()
                 return
             failures = 0
-            if lease is None:
-                continue
-            leased = Leased.of(lease, self.settings.worker_id, asyncio.get_running_loop().time())
-            if self._stopping.is_set():
-                await self._runner.release(leased.job)  # leased as we stopped: hand it back
-            else:
-                await self._runner.run(leased)
+            self._capacity.give(free - len(leases))
+            self._start(jobs, leases)
 
-    async def _poll(self) -> Lease | None:
-        """One long poll; None when it brought no job."""
+    def _start(self, jobs: asyncio.TaskGroup, leases: list[Lease]) -> None:
+        received = asyncio.get_running_loop().time()
+        for lease in leases:
+            leased = Leased.of(lease, self.settings.worker_id, received)
+            if self._stopping.is_set():  # leased as we stopped: hand it back unstarted
+                self._capacity.give()
+                jobs.create_task(self._runner.release(leased.job))
+            else:
+                jobs.create_task(self._runner.run(leased, self._capacity.give))
+
+    async def _poll(self, max_jobs: int) -> list[Lease]:
+        """One long poll for up to ``max_jobs`` jobs."""
         self._polls += 1
         try:
             return await self._poller.lease(
@@ -167,6 +192,7 @@ class Worker:
                 kinds=self.kinds,
                 queues=self.settings.queues,
                 wait_seconds=self.settings.wait_seconds,
+                max_jobs=max_jobs,
             )
         finally:
             self._polls -= 1

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
-from typing import TypeVar
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -22,22 +23,75 @@ async def wait_event(event: asyncio.Event, seconds: float) -> bool:
     return event.is_set()
 
 
-async def unless_set(event: asyncio.Event, awaitable: Awaitable[T]) -> T:
-    """``await awaitable``, unless ``event`` is set first: then cancel it and raise
+class Flag:
+    """A switch that is set once, like ``asyncio.Event``, that also calls back when set.
+
+    Waiting for "the handler ends, or its lease is lost, or a forced stop" with callbacks on
+    one future costs nothing per job; waiting on Events took a task for each of them.
+    """
+
+    def __init__(self) -> None:
+        self._set = False
+        self._callbacks: list[Callable[[], object]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if self._set:
+            return
+        self._set = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def add_callback(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` when the flag is set (at once if it is)."""
+        if self._set:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    def remove_callback(self, callback: Callable[[], object]) -> None:
+        with contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        flagged = asyncio.get_running_loop().create_future()
+        callback = functools.partial(_resolve, flagged)
+        self.add_callback(callback)
+        try:
+            await flagged
+        finally:
+            self.remove_callback(callback)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def unless_set(flag: Flag, awaitable: Awaitable[T]) -> T:
+    """``await awaitable``, unless ``flag`` is set first: then cancel it and raise
     ``Preempted``."""
     call = asyncio.ensure_future(awaitable)
-    waiter = asyncio.ensure_future(event.wait())
+    interrupt = functools.partial(_interrupt, call)
+    flag.add_callback(interrupt)
     try:
-        await asyncio.wait({call, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        call.cancel()  # we are cancelled ourselves: leave nothing running behind us
+        return await call
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if flag.is_set() and call.cancelled() and not (task and task.cancelling()):
+            raise Preempted() from None
         raise
     finally:
-        waiter.cancel()
-    if not call.done():
-        await cancel_and_wait(call)
-        raise Preempted()
-    return call.result()
+        flag.remove_callback(interrupt)
+
+
+def _interrupt(call: asyncio.Future[Any]) -> None:
+    call.cancel()
 
 
 async def cancel_and_wait(task: asyncio.Future[T], seconds: float | None = None) -> bool:

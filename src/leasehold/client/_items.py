@@ -1,0 +1,138 @@
+"""Batch reports: what goes into one (renew, complete, fail items) and what comes back.
+
+A batch report is answered item by item: one stale token fails its own item, never the
+others. ``ItemResult.error`` is the same error type the single call would have raised
+(``StaleToken``, ``LeaseExpired``, ``JobNotFound``, ...), so callers can treat a batch
+answer exactly as they treat the single calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from leasehold.client._answers import drop_none, error_from_code, parse_job
+from leasehold.errors import Conflict, JobNotFound, LeaseholdError, StaleToken
+from leasehold.model import JSON, Job
+
+
+@dataclass(frozen=True, slots=True)
+class RenewItem:
+    job_id: int
+    token: int
+    lease_seconds: float | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return drop_none(id=self.job_id, token=self.token, lease_seconds=self.lease_seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteItem:
+    job_id: int
+    token: int
+    result: JSON = None
+
+    def wire(self) -> dict[str, Any]:
+        return {"id": self.job_id, "token": self.token, "result": self.result}
+
+
+@dataclass(frozen=True, slots=True)
+class FailItem:
+    job_id: int
+    token: int
+    error: str
+    retryable: bool = True
+    retry_after_seconds: float | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return drop_none(
+            id=self.job_id,
+            token=self.token,
+            error=self.error,
+            retryable=self.retryable,
+            retry_after_seconds=self.retry_after_seconds,
+        )
+
+
+class ItemOutcome(StrEnum):
+    OK = "ok"  # applied, or an idempotent repeat
+    STALE = "stale"  # the token is not the job's current one
+    CONFLICT = "conflict"  # the lease expired, or a different outcome was already reported
+    NOT_FOUND = "not_found"
+
+
+class ItemResult:
+    """The answer to one item of a batch report: ``job`` when ok, ``error`` otherwise.
+
+    The job is parsed from the answer when first asked for: a worker that only needs to
+    know that its report was accepted does not pay for it.
+    """
+
+    __slots__ = ("_data", "_job", "error", "job_id", "outcome")
+
+    def __init__(
+        self,
+        job_id: int,
+        outcome: ItemOutcome,
+        *,
+        job: Job | None = None,
+        error: LeaseholdError | None = None,
+        data: Any = None,
+    ) -> None:
+        self.job_id = job_id
+        self.outcome = outcome
+        self.error = error
+        self._job = job
+        self._data = data
+
+    @property
+    def job(self) -> Job | None:
+        if self._job is None and self._data is not None:
+            self._job, self._data = parse_job(self._data), None
+        return self._job
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is ItemOutcome.OK
+
+    def job_or_raise(self) -> Job:
+        """The job, or the error the single call would have raised."""
+        if self.error is not None:
+            raise self.error
+        job = self.job
+        if job is None:
+            raise LeaseholdError(f"the coordinator answered ok for job {self.job_id} without it")
+        return job
+
+    def __repr__(self) -> str:
+        return f"ItemResult({self.job_id}, {self.outcome}, error={self.error!r})"
+
+
+# For an item whose error code this client does not know (a newer coordinator's).
+_FALLBACK: dict[ItemOutcome, type[LeaseholdError]] = {
+    ItemOutcome.STALE: StaleToken,
+    ItemOutcome.CONFLICT: Conflict,
+    ItemOutcome.NOT_FOUND: JobNotFound,
+}
+
+
+def parse_results(data: Any, sent: int) -> list[ItemResult]:
+    try:
+        results = [_parse_result(r) for r in data["results"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LeaseholdError(f"the coordinator's answer is not a batch result: {exc!r}") from exc
+    if len(results) != sent:
+        raise LeaseholdError(f"the coordinator answered {len(results)} items of {sent}")
+    return results
+
+
+def _parse_result(data: Any) -> ItemResult:
+    job_id, outcome = int(data["id"]), ItemOutcome(data["outcome"])
+    if outcome is ItemOutcome.OK:
+        if not isinstance(data["job"], dict):
+            raise ValueError("an ok item without its job")
+        return ItemResult(job_id, outcome, data=data["job"])
+    message = str(data.get("message") or outcome)
+    error = error_from_code(data.get("error"), message, _FALLBACK[outcome])
+    return ItemResult(job_id, outcome, error=error)

@@ -1,0 +1,67 @@
+"""The hot paths' hand-built answers are the same JSON as the documented response models."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+
+from leasehold.api.schemas import ItemOutcome, ItemResultOut, JobOut, LeaseOut
+from leasehold.api.wire import item_result_wire, job_wire, lease_wire
+from leasehold.errors import JobNotFound, LeaseExpired, LeaseholdError, StaleToken
+from leasehold.model import Job, JobStatus
+
+QUEUED = Job(
+    id=7,
+    kind="k",
+    payload={"a": [1, 2.5, None, "é"]},
+    status=JobStatus.QUEUED,
+    attempts=0,
+    max_attempts=5,
+    run_after=datetime(2026, 1, 1, tzinfo=UTC),  # no microseconds: isoformat leaves them out
+    created_at=datetime.fromtimestamp(1_764_467_000.123456, UTC),
+)
+RUNNING = QUEUED.replace(
+    status=JobStatus.RUNNING,
+    attempts=1,
+    lease_token=3,
+    lease_owner="w",
+    lease_expires_at=datetime.fromtimestamp(1_764_467_030.5, UTC),
+    leased_at=datetime.fromtimestamp(1_764_467_000.000001, UTC),
+    idempotency_key="key",
+    result=[True],
+    last_error="x",
+    finished_at=datetime.fromtimestamp(1_764_467_001, UTC),
+)
+
+
+def model_json(model: JobOut | LeaseOut | ItemResultOut) -> object:
+    return orjson.loads(model.__pydantic_serializer__.to_json(model))
+
+
+@pytest.mark.parametrize("job", [QUEUED, RUNNING])
+def test_job_and_lease_answers_match_their_models(job: Job) -> None:
+    assert orjson.dumps(job_wire(job)) == JobOut.of(job).__pydantic_serializer__.to_json(
+        JobOut.of(job)
+    )
+    assert orjson.loads(orjson.dumps(lease_wire(job))) == model_json(
+        LeaseOut(job=JobOut.of(job), token=job.lease_token)
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "outcome"),
+    [
+        (StaleToken("s"), ItemOutcome.STALE),
+        (JobNotFound("n"), ItemOutcome.NOT_FOUND),
+        (LeaseExpired("e"), ItemOutcome.CONFLICT),
+    ],
+)
+def test_item_results_match_their_model(error: LeaseholdError, outcome: ItemOutcome) -> None:
+    assert orjson.loads(orjson.dumps(item_result_wire(7, error))) == model_json(
+        ItemResultOut(id=7, outcome=outcome, error=error.code, message=error.message)
+    )
+    assert orjson.loads(orjson.dumps(item_result_wire(7, RUNNING))) == model_json(
+        ItemResultOut(id=7, outcome=ItemOutcome.OK, job=JobOut.of(RUNNING))
+    )
