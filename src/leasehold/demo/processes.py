@@ -10,6 +10,7 @@ report, and they would keep trying until their leases ran out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import signal
 import socket
@@ -21,7 +22,6 @@ from pathlib import Path
 
 from leasehold.client import NO_RETRY, Client
 from leasehold.errors import LeaseholdError
-from leasehold.worker.waiting import wait_event
 
 COORDINATOR_START_SECONDS = 30.0
 # A worker's graceful stop takes at most its long poll plus its grace for running jobs.
@@ -78,7 +78,9 @@ class Child:
         """Wait for it to exit; SIGKILL at ``deadline`` (loop time) or once ``hurry`` is set."""
         loop = asyncio.get_running_loop()
         while self.running() and loop.time() < deadline and not hurry.is_set():
-            await wait_event(hurry, POLL_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL_SECONDS):
+                    await hurry.wait()
         self.kill()
 
 

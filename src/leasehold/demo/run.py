@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.live import Live
@@ -23,13 +23,14 @@ from leasehold.client import MAX_BATCH, Client, NewJob
 from leasehold.demo.processes import DemoError, DemoProcesses
 from leasehold.demo.progress import ProgressView, print_summary
 from leasehold.demo.workload import demo_jobs
-from leasehold.worker.waiting import Preempted, unless_set
 
 POLL_SECONDS = 0.25
 # Every job ends within seconds (the slowest sleeps 0.6 s; retries wait 2 s at most), so
 # this long without a finished job means something is wrong: give up rather than hang.
 STALL_SECONDS = 60.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +76,38 @@ class StopSignals:
             loop.remove_signal_handler(signum)
 
 
+class Stopped(Exception):
+    """A stop signal came before the awaited part of the demo finished."""
+
+
+async def until_stopped(stop: asyncio.Event, awaitable: Awaitable[T]) -> T:
+    """``await awaitable``, unless ``stop`` is set first: then cancel it, let it unwind
+    (its Live display and client close) and raise ``Stopped``."""
+    task = asyncio.ensure_future(awaitable)
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+    if task.cancelled():
+        raise Stopped
+    return task.result()
+
+
 async def run_demo(settings: DemoSettings, console: Console) -> int:
     """Run the demo; the exit status (0, or 128 + N when signal N stopped it early)."""
     with StopSignals() as signals:
         processes = DemoProcesses(settings.port)
         try:
-            await unless_set(signals.stop, _run(settings, processes, console))
+            await until_stopped(signals.stop, _run(settings, processes, console))
             if settings.keep:  # Ctrl+C is the way out of this part: not an early stop
-                with contextlib.suppress(Preempted):
-                    await unless_set(signals.stop, _keep_running(processes, console))
+                with contextlib.suppress(Stopped):
+                    await until_stopped(signals.stop, _keep_running(processes, console))
             code = 0
-        except Preempted:
+        except Stopped:
             code = 128 + (signals.first or signal.SIGINT)
         finally:
             console.print("Stopping the workers and the coordinator...")
