@@ -314,7 +314,7 @@ async def test_url_and_token_come_from_the_environment() -> None:
 
 def test_stats_watch_json_prints_a_line_each_time_until_ctrl_c(shared: Coordinator) -> None:
     with subprocess.Popen(
-        [sys.executable, "-m", "leasehold", "stats", "--watch", "0.2", "--json"],
+        [sys.executable, "-m", "leasehold", "stats", "--watch", "--every", "0.2", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

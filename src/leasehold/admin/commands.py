@@ -221,19 +221,20 @@ def _requeue_dead(
 
 def stats(
     watch: Annotated[
-        float | None,
+        bool,
         typer.Option(
             "--watch",
-            min=0.2,
-            metavar="SECONDS",
-            help="Refresh every SECONDS until Ctrl+C (with --json: one JSON line each time).",
-            show_default=False,
+            help="Refresh until Ctrl+C (with --json: one JSON line each time).",
         ),
-    ] = None,
+    ] = False,
+    every: Annotated[
+        float,
+        typer.Option("--every", min=0.2, metavar="SECONDS", help="With --watch: how often."),
+    ] = 2.0,
     url: Url = DEFAULT_URL,
     token: Token = None,
     as_json: AsJson = False,
 ) -> None:
     """Jobs by status and kind, throughput, latency and lease trouble (GET /stats)."""
     with connected(url, token) as client:
-        show_stats(client, url, watch, as_json)
+        show_stats(client, url, every if watch else None, as_json)

@@ -170,17 +170,25 @@ def stats_view(stats: dict[str, Any], width: int) -> RenderableType:
         width,
         title="jobs",
     )
-    by_kind = stats["by_kind"]
-    kinds = fitted(
-        [Column("KIND", shrink=8), *(Column(s.upper(), justify="right") for s in statuses)],
-        [
-            [kind, *(_count(s, by_kind[kind].get(s, 0)) for s in statuses)]
-            for kind in sorted(by_kind)
-        ],
-        width,
-        title="by kind",
-    )
-    return Group(counts, Text(""), _figures(stats, width), Text(""), kinds)
+    parts: list[RenderableType] = [counts, Text(""), _figures(stats, width)]
+    parts += _breakdown("by kind", "KIND", stats["by_kind"], statuses, width)
+    # Queues only when some job is in a queue of its own: most set-ups use one.
+    by_queue: dict[str, dict[str, int]] = stats.get("by_queue") or {}
+    if set(by_queue) - {"default"}:
+        parts += _breakdown("by queue", "QUEUE", by_queue, statuses, width)
+    return Group(*parts)
+
+
+def _breakdown(
+    title: str, header: str, counts: dict[str, dict[str, int]], statuses: list[str], width: int
+) -> list[RenderableType]:
+    if not counts:
+        return []
+    rows: list[list[Cell]] = [
+        [name, *(_count(s, counts[name].get(s, 0)) for s in statuses)] for name in sorted(counts)
+    ]
+    columns = [Column(header, shrink=8), *(Column(s.upper(), justify="right") for s in statuses)]
+    return [Text(""), fitted(columns, rows, width, title=title)]
 
 
 def _count(status: str, n: int) -> Text:

@@ -15,7 +15,7 @@ from leasehold.demo.run import DemoSettings, run_demo
 def demo(
     jobs: Annotated[
         int, typer.Option("--jobs", min=1, max=1_000_000, help="How many jobs.")
-    ] = 5000,
+    ] = 10_000,
     workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Worker processes.")] = 4,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=1000, help="Jobs each worker runs at once.")
