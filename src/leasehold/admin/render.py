@@ -96,16 +96,17 @@ def job_list(jobs: Sequence[Job], next_cursor: str | None, width: int) -> Render
 
 
 def job_detail(job: Job, attempts: Sequence[Attempt] | None, width: int) -> RenderableType:
-    """The job's fields; then its attempts, unless None (a job just enqueued has none)."""
+    """The job's fields; with ``attempts`` (``leasehold job``), its history and its last
+    error in full too."""
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column(overflow="fold")
     for name, value in _job_fields(job):
         if value:  # an empty field (no result yet, never leased) is only noise
             fields.add_row(name, value)
-    parts: list[RenderableType] = [fields]
-    if attempts is not None:
-        parts += [Text(""), attempt_table(attempts, width)]
+    if attempts is None:
+        return fields
+    parts: list[RenderableType] = [fields, Text(""), attempt_table(attempts, width)]
     if job.last_error and "\n" in job.last_error.strip():
         parts += [Text(""), Text("last error, in full:", style="bold"), Text(job.last_error)]
     return Group(*parts)
