@@ -146,10 +146,20 @@ def test_every_command_as_tables(shared: Coordinator, client: SyncClient) -> Non
 
 def test_every_command_as_json(shared: Coordinator, client: SyncClient) -> None:
     """The same round trip with --json: plain JSON on stdout, the wire form of jobs."""
-    enqueue = ("enqueue", "cli-json", "--payload", "[1, 2]", "--key", "cli-json-1")
+    enqueue = (
+        "enqueue",
+        "cli-json",
+        "--payload",
+        "[1, 2]",
+        "--key",
+        "cli-json-1",
+        "--queue",
+        "mail",
+    )
     added = cli_json(shared.url, *enqueue, "--run-after", "1h", "--max-attempts", "2")
     assert (added["kind"], added["payload"], added["status"]) == ("cli-json", [1, 2], "queued")
     assert (added["max_attempts"], added["idempotency_key"]) == (2, "cli-json-1")
+    assert (added["queue"], added["priority"]) == ("mail", 0)
     later = datetime.fromisoformat(added["run_after"]) - datetime.now(UTC)
     assert timedelta(minutes=55) < later <= timedelta(hours=1)
     # The same key and the same request: the stored job, not a second one.
@@ -304,7 +314,7 @@ async def test_url_and_token_come_from_the_environment() -> None:
 
 def test_stats_watch_json_prints_a_line_each_time_until_ctrl_c(shared: Coordinator) -> None:
     with subprocess.Popen(
-        [sys.executable, "-m", "leasehold", "stats", "--watch", "0.2", "--json"],
+        [sys.executable, "-m", "leasehold", "stats", "--watch", "--every", "0.2", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -3,11 +3,13 @@ every process it started is gone afterwards, and so is its temporary directory."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.process import free_port, wait_until
@@ -34,9 +36,12 @@ def started_by_demo(port: int, demo_pid: int) -> list[int]:
     return found
 
 
-def start_demo(port: int, jobs: int, tmp_path: Path) -> subprocess.Popen[str]:
+@contextlib.contextmanager
+def running_demo(port: int, jobs: int, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """``leasehold demo`` in a child process; if a test fails midway, it and whatever it
+    started are killed, so that a failure does not leave a busy demo behind."""
     args = ["demo", "--jobs", str(jobs), "--workers", str(WORKERS), "--port", str(port)]
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "leasehold", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -44,6 +49,18 @@ def start_demo(port: int, jobs: int, tmp_path: Path) -> subprocess.Popen[str]:
         # Its temporary directory lands in tmp_path, where the test can see it go.
         env={**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "120"},
     )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        for pid in started_by_demo(port, proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def wait_for_children(proc: subprocess.Popen[str], port: int) -> list[int]:
@@ -57,7 +74,7 @@ def wait_for_children(proc: subprocess.Popen[str], port: int) -> list[int]:
 
 def test_a_short_demo_runs_to_the_end_and_leaves_nothing_behind(tmp_path: Path) -> None:
     port = free_port()
-    with start_demo(port, 200, tmp_path) as proc:
+    with running_demo(port, 200, tmp_path) as proc:
         seen = wait_for_children(proc, port)
         out, err = proc.communicate(timeout=90)
     assert proc.returncode == 0, out + err
@@ -76,13 +93,13 @@ def test_a_short_demo_runs_to_the_end_and_leaves_nothing_behind(tmp_path: Path) 
 
 def test_ctrl_c_stops_everything_the_demo_started(tmp_path: Path) -> None:
     port = free_port()
-    with start_demo(port, 50_000, tmp_path) as proc:  # far more than it can finish here
+    with running_demo(port, 50_000, tmp_path) as proc:  # far more than it can finish here
         seen = wait_for_children(proc, port)
         assert len(seen) == 1 + WORKERS and proc.poll() is None
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGINT, out + err
-    assert "Interrupted; everything the demo started is stopped." in out
+    assert "Stopped early (SIGINT); everything the demo started is stopped." in out
     assert err == ""
     assert started_by_demo(port, proc.pid) == []
     assert list(tmp_path.glob("leasehold-demo-*")) == []

@@ -65,7 +65,7 @@ def test_status_names_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
     assert parse.status("dead") is JobStatus.DEAD
     with pytest.raises(typer.Exit):
         parse.status("failed")
-    assert "queued, running, completed, dead" in capsys.readouterr().err
+    assert "(queued, running, completed, dead" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

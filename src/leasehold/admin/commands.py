@@ -149,7 +149,9 @@ def job(
 def requeue(
     job_id: Annotated[
         int | None,
-        typer.Argument(metavar="ID", help="The dead job to requeue.", show_default=False),
+        typer.Argument(
+            metavar="ID", help="The dead or cancelled job to requeue.", show_default=False
+        ),
     ] = None,
     all_dead: Annotated[
         bool, typer.Option("--all-dead", help="Requeue every dead job (matching the filters).")
@@ -179,7 +181,8 @@ def requeue(
     token: Token = None,
     as_json: AsJson = False,
 ) -> None:
-    """Bring dead jobs back: queued at once, attempts reset. Only dead jobs can be."""
+    """Bring jobs back: queued at once, attempts reset. Only dead (or cancelled) jobs can be;
+    --all-dead takes the dead ones."""
     if (job_id is None) == (not all_dead):
         fail("give either a job ID or --all-dead", EXIT_USAGE)
     if job_id is not None and (kind is not None or error_contains is not None):
@@ -220,19 +223,20 @@ def _requeue_dead(
 
 def stats(
     watch: Annotated[
-        float | None,
+        bool,
         typer.Option(
             "--watch",
-            min=0.2,
-            metavar="SECONDS",
-            help="Refresh every SECONDS until Ctrl+C (with --json: one JSON line each time).",
-            show_default=False,
+            help="Refresh until Ctrl+C (with --json: one JSON line each time).",
         ),
-    ] = None,
+    ] = False,
+    every: Annotated[
+        float,
+        typer.Option("--every", min=0.2, metavar="SECONDS", help="With --watch: how often."),
+    ] = 2.0,
     url: Url = DEFAULT_URL,
     token: Token = None,
     as_json: AsJson = False,
 ) -> None:
     """Jobs by status and kind, throughput, latency and lease trouble (GET /stats)."""
     with connected(url, token) as client:
-        show_stats(client, url, watch, as_json)
+        show_stats(client, url, every if watch else None, as_json)

@@ -44,7 +44,7 @@ EXIT_CODES_HELP = """Exit codes:
   3  coordinator unreachable: network error, timeout or 5xx, after 3 tries
   4  not found (404): no such job, schedule or limit
   5  token missing or invalid (401), or its role may not do this (403)
-  6  conflict with the job's state (409), e.g. requeue of a job that is not dead
+  6  conflict with the job's state (409), e.g. requeue of a job that is queued
   7  request refused as invalid (422, 413)"""
 
 Url = Annotated[

@@ -96,16 +96,17 @@ def job_list(jobs: Sequence[Job], next_cursor: str | None, width: int) -> Render
 
 
 def job_detail(job: Job, attempts: Sequence[Attempt] | None, width: int) -> RenderableType:
-    """The job's fields; then its attempts, unless None (a job just enqueued has none)."""
+    """The job's fields; with ``attempts`` (``leasehold job``), its history and its last
+    error in full too."""
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column(overflow="fold")
     for name, value in _job_fields(job):
         if value:  # an empty field (no result yet, never leased) is only noise
             fields.add_row(name, value)
-    parts: list[RenderableType] = [fields]
-    if attempts is not None:
-        parts += [Text(""), attempt_table(attempts, width)]
+    if attempts is None:
+        return fields
+    parts: list[RenderableType] = [fields, Text(""), attempt_table(attempts, width)]
     if job.last_error and "\n" in job.last_error.strip():
         parts += [Text(""), Text("last error, in full:", style="bold"), Text(job.last_error)]
     return Group(*parts)
@@ -116,10 +117,10 @@ def _job_fields(job: Job) -> list[tuple[str, str | Text]]:
         ("id", str(job.id)),
         ("kind", job.kind),
         ("status", status_text(job.status)),
-        ("cancel requested", "yes" if job.cancel_requested else ""),
+        ("attempts", f"{job.attempts} of {job.max_attempts}"),
         ("queue", job.queue),
         ("priority", str(job.priority)),
-        ("attempts", f"{job.attempts} of {job.max_attempts}"),
+        ("cancel", "requested" if job.cancel_requested else ""),
         ("payload", compact_json(job.payload)),
         ("result", compact_json(job.result) if job.result is not None else ""),
         ("last error", error_summary(job.last_error)),
@@ -170,17 +171,25 @@ def stats_view(stats: dict[str, Any], width: int) -> RenderableType:
         width,
         title="jobs",
     )
-    by_kind = stats["by_kind"]
-    kinds = fitted(
-        [Column("KIND", shrink=8), *(Column(s.upper(), justify="right") for s in statuses)],
-        [
-            [kind, *(_count(s, by_kind[kind].get(s, 0)) for s in statuses)]
-            for kind in sorted(by_kind)
-        ],
-        width,
-        title="by kind",
-    )
-    return Group(counts, Text(""), _figures(stats, width), Text(""), kinds)
+    parts: list[RenderableType] = [counts, Text(""), _figures(stats, width)]
+    parts += _breakdown("by kind", "KIND", stats["by_kind"], statuses, width)
+    # Queues only when some job is in a queue of its own: most set-ups use one.
+    by_queue: dict[str, dict[str, int]] = stats.get("by_queue") or {}
+    if set(by_queue) - {"default"}:
+        parts += _breakdown("by queue", "QUEUE", by_queue, statuses, width)
+    return Group(*parts)
+
+
+def _breakdown(
+    title: str, header: str, counts: dict[str, dict[str, int]], statuses: list[str], width: int
+) -> list[RenderableType]:
+    if not counts:
+        return []
+    rows: list[list[Cell]] = [
+        [name, *(_count(s, counts[name].get(s, 0)) for s in statuses)] for name in sorted(counts)
+    ]
+    columns = [Column(header, shrink=8), *(Column(s.upper(), justify="right") for s in statuses)]
+    return [Text(""), fitted(columns, rows, width, title=title)]
 
 
 def _count(status: str, n: int) -> Text:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 import typer
@@ -14,7 +15,7 @@ from leasehold.demo.run import DemoSettings, run_demo
 def demo(
     jobs: Annotated[
         int, typer.Option("--jobs", min=1, max=1_000_000, help="How many jobs.")
-    ] = 5000,
+    ] = 10_000,
     workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Worker processes.")] = 4,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=1000, help="Jobs each worker runs at once.")
@@ -43,7 +44,8 @@ def demo(
         )
         raise typer.Exit(1)
     try:
-        code = run_demo(DemoSettings(jobs, workers, concurrency, port, keep), console)
+        settings = DemoSettings(jobs, workers, concurrency, port, keep)
+        code = asyncio.run(run_demo(settings, console))
     except DemoError as exc:
         typer.echo(f"leasehold: demo failed: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -9,18 +9,18 @@ report, and they would keep trying until their leases ran out.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
 
-from leasehold.client import NO_RETRY, SyncClient
+from leasehold.client import NO_RETRY, Client
 from leasehold.errors import LeaseholdError
 
 COORDINATOR_START_SECONDS = 30.0
@@ -28,6 +28,7 @@ COORDINATOR_START_SECONDS = 30.0
 WORKER_WAIT_SECONDS = 1.0
 WORKER_GRACE_SECONDS = 5.0
 STOP_SECONDS = WORKER_GRACE_SECONDS + WORKER_WAIT_SECONDS + 4.0
+POLL_SECONDS = 0.05
 LOG_TAIL_LINES = 15
 
 
@@ -68,23 +69,26 @@ class Child:
             self.proc.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
+        """SIGKILL, and reap it."""
         if self.running():
             self.proc.kill()
+        self.proc.wait()
 
-    def wait(self, deadline: float) -> None:
-        """Until it exits, or SIGKILL at ``deadline`` (monotonic)."""
-        try:
-            self.proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+    async def exited(self, deadline: float, hurry: asyncio.Event) -> None:
+        """Wait for it to exit; SIGKILL at ``deadline`` (loop time) or once ``hurry`` is set."""
+        loop = asyncio.get_running_loop()
+        while self.running() and loop.time() < deadline and not hurry.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL_SECONDS):
+                    await hurry.wait()
+        self.kill()
 
 
 class DemoProcesses:
     """A temporary directory with the SQLite database and the logs, and the children.
 
-    Use as a context manager: leaving it stops every child and removes the directory,
-    whatever the reason for leaving.
+    ``stop`` stops them in order; ``clean`` (always call it, in a ``finally``) kills any
+    that are left and removes the directory.
     """
 
     def __init__(self, port: int) -> None:
@@ -94,18 +98,7 @@ class DemoProcesses:
         self.coordinator: Child | None = None
         self.workers: list[Child] = []
 
-    def __enter__(self) -> DemoProcesses:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def start_coordinator(self) -> None:
+    async def start_coordinator(self) -> None:
         args = [
             "serve",
             *("--host", "127.0.0.1", "--port", str(self.port)),
@@ -117,24 +110,24 @@ class DemoProcesses:
             *("--log-format", "json", "--log-level", "warning"),
         ]
         self.coordinator = Child("coordinator", args, self.dir / "coordinator.log")
-        self._wait_ready()
+        await self._ready(self.coordinator)
 
-    def _wait_ready(self) -> None:
-        assert self.coordinator is not None
-        deadline = time.monotonic() + COORDINATOR_START_SECONDS
-        with SyncClient(self.url, retry=NO_RETRY, timeout_seconds=2.0) as client:
+    async def _ready(self, coordinator: Child) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + COORDINATOR_START_SECONDS
+        async with Client(self.url, retry=NO_RETRY, timeout_seconds=2.0) as client:
             while True:
-                self.coordinator.check()
+                coordinator.check()
                 try:
-                    client.stats()
+                    await client.stats()
                     return
                 except LeaseholdError:
-                    if time.monotonic() > deadline:
+                    if loop.time() > deadline:
                         raise DemoError(
                             f"the coordinator did not answer within {COORDINATOR_START_SECONDS:g}"
-                            f" s:\n{self.coordinator.log_tail()}"
+                            f" s:\n{coordinator.log_tail()}"
                         ) from None
-                    time.sleep(0.1)
+                    await asyncio.sleep(0.1)
 
     def start_workers(self, count: int, concurrency: int) -> None:
         for n in range(1, count + 1):
@@ -147,8 +140,7 @@ class DemoProcesses:
                 *("--grace-seconds", f"{WORKER_GRACE_SECONDS:g}"),
                 *("--log-format", "json", "--log-level", "warning"),
             ]
-            name = f"worker {n}"
-            self.workers.append(Child(name, args, self.dir / f"worker-{n}.log"))
+            self.workers.append(Child(f"worker {n}", args, self.dir / f"worker-{n}.log"))
 
     def check(self) -> None:
         """Raise ``DemoError`` if any child has exited."""
@@ -158,28 +150,22 @@ class DemoProcesses:
     def children(self) -> list[Child]:
         return [*self.workers, *([self.coordinator] if self.coordinator else [])]
 
-    def stop(self) -> None:
+    async def stop(self, hurry: asyncio.Event) -> None:
         """Workers, then the coordinator: SIGTERM, and SIGKILL for any that outstay
-        ``STOP_SECONDS``. Another Ctrl+C (or SIGTERM) while stopping kills them at once."""
-        previous = {s: signal.signal(s, self._kill_all) for s in STOP_SIGNALS}
-        try:
-            for group in (self.workers, [self.coordinator] if self.coordinator else []):
-                for child in group:
-                    child.terminate()
-                deadline = time.monotonic() + STOP_SECONDS
-                for child in group:
-                    child.wait(deadline)
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-            shutil.rmtree(self.dir, ignore_errors=True)
+        ``STOP_SECONDS``, or at once when ``hurry`` is set (another Ctrl+C)."""
+        loop = asyncio.get_running_loop()
+        for group in (self.workers, [self.coordinator] if self.coordinator else []):
+            for child in group:
+                child.terminate()
+            deadline = loop.time() + STOP_SECONDS
+            for child in group:
+                await child.exited(deadline, hurry)
 
-    def _kill_all(self, signum: int, frame: FrameType | None) -> None:
+    def clean(self) -> None:
+        """Kill whatever still runs (after an error, say) and remove the directory."""
         for child in self.children():
             child.kill()
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def port_is_free(port: int) -> bool:

@@ -1,18 +1,25 @@
-"""``leasehold demo``: a coordinator, workers and jobs, watched on a live progress bar."""
+"""``leasehold demo``: a coordinator, workers and jobs, watched on a live progress bar.
+
+Signals are events on the event loop, never exceptions: an exception raised by a signal
+handler can land anywhere, even in a weakref callback that swallows it (the demo then ran
+on after a Ctrl+C). The first SIGINT / SIGTERM / SIGHUP cancels the run at its next await
+and stops the children in order; a second one kills them at once.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
-import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
-from types import FrameType
-from typing import Any
+from types import TracebackType
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.live import Live
 
-from leasehold.client import MAX_BATCH, NewJob, SyncClient
+from leasehold.client import MAX_BATCH, Client, NewJob
 from leasehold.demo.processes import DemoError, DemoProcesses
 from leasehold.demo.progress import ProgressView, print_summary
 from leasehold.demo.workload import demo_jobs
@@ -21,6 +28,9 @@ POLL_SECONDS = 0.25
 # Every job ends within seconds (the slowest sleeps 0.6 s; retries wait 2 s at most), so
 # this long without a finished job means something is wrong: give up rather than hang.
 STALL_SECONDS = 60.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,67 +42,111 @@ class DemoSettings:
     keep: bool
 
 
-class Stopped(BaseException):
-    """SIGTERM or SIGHUP: leave like Ctrl+C does, through every ``finally``."""
+class StopSignals:
+    """The first stop signal sets ``stop``; any later one sets ``hurry``."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
+    def __init__(self) -> None:
+        self.stop = asyncio.Event()
+        self.hurry = asyncio.Event()
+        self.first: int | None = None
+
+    def _received(self, signum: int) -> None:
+        if self.first is None:
+            self.first = signum
+            self.stop.set()
+        else:
+            self.hurry.set()
+
+    def __enter__(self) -> StopSignals:
+        # Also when SIGINT was ignored at start (a shell's background job): the demo is
+        # meant for the foreground, and Ctrl+C is how it ends early.
+        loop = asyncio.get_running_loop()
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, self._received, signum)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
-def _raise_stopped(signum: int, frame: FrameType | None) -> None:
-    raise Stopped(signum)
+class Stopped(Exception):
+    """A stop signal came before the awaited part of the demo finished."""
 
 
-def run_demo(settings: DemoSettings, console: Console) -> int:
-    """Run the demo; the exit status (130 after Ctrl+C, 128 + N after signal N)."""
-    previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGTERM, signal.SIGHUP)}
-    # Python leaves SIGINT ignored when it started that way (a shell's background job);
-    # the demo is for the foreground, and Ctrl+C is how it is meant to end early.
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+async def until_stopped(stop: asyncio.Event, awaitable: Awaitable[T]) -> T:
+    """``await awaitable``, unless ``stop`` is set first: then cancel it, let it unwind
+    (its Live display and client close) and raise ``Stopped``."""
+    task = asyncio.ensure_future(awaitable)
+    stopper = asyncio.ensure_future(stop.wait())
     try:
-        with DemoProcesses(settings.port) as processes:
-            console.print(
-                f"Starting a coordinator on {processes.url} (SQLite in {processes.dir})",
-                soft_wrap=True,
-            )
-            processes.start_coordinator()
-            processes.start_workers(settings.workers, settings.concurrency)
-            console.print(
-                f"Dashboard: [bold]{processes.url}/ui/[/bold]   "
-                f"({settings.workers} workers, {settings.jobs} jobs)"
-            )
-            with SyncClient(processes.url) as client:
-                _run_jobs(settings, processes, client, console)
-                if settings.keep:
-                    _keep_running(processes, console)
-            console.print("Stopping the workers and the coordinator...")
-        return 0
-    except KeyboardInterrupt:
-        console.print("Interrupted; everything the demo started is stopped.")
-        return 128 + signal.SIGINT
-    except Stopped as stop:
-        console.print(
-            f"{signal.Signals(stop.signum).name}; everything the demo started is stopped."
-        )
-        return 128 + stop.signum
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        stopper.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+    if task.cancelled():
+        raise Stopped
+    return task.result()
 
 
-def _run_jobs(
-    settings: DemoSettings, processes: DemoProcesses, client: SyncClient, console: Console
+async def run_demo(settings: DemoSettings, console: Console) -> int:
+    """Run the demo; the exit status (0, or 128 + N when signal N stopped it early)."""
+    with StopSignals() as signals:
+        processes = DemoProcesses(settings.port)
+        try:
+            await until_stopped(signals.stop, _run(settings, processes, console))
+            if settings.keep:  # Ctrl+C is the way out of this part: not an early stop
+                with contextlib.suppress(Stopped):
+                    await until_stopped(signals.stop, _keep_running(processes, console))
+            code = 0
+        except Stopped:
+            code = 128 + (signals.first or signal.SIGINT)
+        finally:
+            console.print("Stopping the workers and the coordinator...")
+            try:
+                await processes.stop(signals.hurry)
+            finally:
+                processes.clean()
+    if code:
+        name = signal.Signals(code - 128).name
+        console.print(f"Stopped early ({name}); everything the demo started is stopped.")
+    return code
+
+
+async def _run(settings: DemoSettings, processes: DemoProcesses, console: Console) -> None:
+    console.print(
+        f"Starting a coordinator on {processes.url} (SQLite in {processes.dir})", soft_wrap=True
+    )
+    await processes.start_coordinator()
+    processes.start_workers(settings.workers, settings.concurrency)
+    console.print(
+        f"Dashboard: [bold]{processes.url}/ui/[/bold]   "
+        f"({settings.workers} worker processes, {settings.jobs} jobs)"
+    )
+    async with Client(processes.url) as client:
+        await _run_jobs(settings, processes, client, console)
+
+
+async def _run_jobs(
+    settings: DemoSettings, processes: DemoProcesses, client: Client, console: Console
 ) -> None:
     jobs, expected = demo_jobs(settings.jobs)
     view = ProgressView(len(jobs))
     try:
         with Live(view.renderable(), console=console, refresh_per_second=8):
             for batch in _batches(jobs):
-                client.enqueue_many(batch)
+                await client.enqueue_many(batch)
                 view.enqueued(len(batch))
                 processes.check()
-            stats = _wait_finished(processes, client, view)
+            stats = await _wait_finished(processes, client, view)
     finally:
         if not console.is_terminal:
             console.line()  # off a terminal, Live leaves its last line unterminated
@@ -104,29 +158,31 @@ def _batches(jobs: list[NewJob]) -> Iterator[list[NewJob]]:
         yield jobs[start : start + MAX_BATCH]
 
 
-def _wait_finished(
-    processes: DemoProcesses, client: SyncClient, view: ProgressView
+async def _wait_finished(
+    processes: DemoProcesses, client: Client, view: ProgressView
 ) -> dict[str, Any]:
     """Poll /stats until every job is completed or dead; the last figures."""
-    done, last_change = -1, time.monotonic()
+    loop = asyncio.get_running_loop()
+    done, last_change = -1, loop.time()
     while True:
-        stats = client.stats()
+        stats = await client.stats()
         now_done = view.show(stats)
         if now_done >= view.total:
             return stats
         if now_done != done:
-            done, last_change = now_done, time.monotonic()
-        elif time.monotonic() - last_change > STALL_SECONDS:
+            done, last_change = now_done, loop.time()
+        elif loop.time() - last_change > STALL_SECONDS:
             raise DemoError(f"no job finished for {STALL_SECONDS:g} s; giving up")
         processes.check()
-        time.sleep(POLL_SECONDS)
+        await asyncio.sleep(POLL_SECONDS)
 
 
-def _keep_running(processes: DemoProcesses, console: Console) -> None:
+async def _keep_running(processes: DemoProcesses, console: Console) -> None:
     console.print(
         f"Still running (--keep): {processes.url}/ui/ ; try"
-        f" [bold]leasehold jobs --status dead --url {processes.url}[/bold]. Ctrl+C stops it."
+        f" [bold]leasehold jobs --status dead --url {processes.url}[/bold]. Ctrl+C stops it.",
+        soft_wrap=True,
     )
     while True:
         processes.check()
-        time.sleep(0.5)
+        await asyncio.sleep(0.5)
