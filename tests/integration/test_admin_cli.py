@@ -220,7 +220,7 @@ def test_requeue_of_a_job_that_is_not_dead_is_exit_6(shared: Coordinator) -> Non
     done = run_process("requeue", str(job_id), "--json", "--url", shared.url)
     assert (done.returncode, done.stdout) == (6, "")
     assert done.stderr == (
-        f"leasehold: conflict: job {job_id} is queued; only dead jobs are requeued\n"
+        f"leasehold: conflict: job {job_id} is queued; only dead or cancelled jobs are requeued\n"
     )
 
 

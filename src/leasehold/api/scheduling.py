@@ -99,8 +99,9 @@ async def list_limits(request: Request) -> Response:
     return reply(LimitList(limits=[LimitOut.of(limit) for limit in limits]))
 
 
+# 404 too: a kind holding a line break matches no route (Starlette's path pattern stops there).
 @router.put(
-    "/limits/{kind:path}", response_model=LimitOut, responses=errors(422), dependencies=_ADMIN
+    "/limits/{kind:path}", response_model=LimitOut, responses=errors(404, 422), dependencies=_ADMIN
 )
 async def put_limit(kind: str, body: LimitRequest, request: Request) -> Response:
     """At most ``max_running`` jobs of the kind running at once, from the next lease on."""
