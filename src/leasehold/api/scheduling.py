@@ -60,7 +60,7 @@ def _kind(raw: str) -> str:
 @router.put(
     "/schedules/{name}",
     response_model=ScheduleOut,
-    responses={201: {"model": ScheduleOut, "description": "created"}, **errors(422)},
+    responses={201: {"model": ScheduleOut, "description": "created"}, **errors(404, 422)},
     dependencies=_ADMIN,
 )
 async def put_schedule(name: _NAME, body: ScheduleRequest, request: Request) -> Response:
