@@ -1,6 +1,6 @@
 """End-to-end throughput: N no-op jobs enqueued in batches, then run by worker processes.
 
-    .venv/bin/python -m bench.throughput [--jobs 20000] [--workers 2] [--concurrency 100]
+    .venv/bin/python -m bench.throughput [--jobs 20000] [--workers 2] [--concurrency 200]
                                          [--synchronous FULL] [--compare huey] [--repeat 1]
 
 Everything runs on this machine: one coordinator process (SQLite, ``synchronous=FULL`` by
@@ -235,7 +235,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
-    parser.add_argument("--concurrency", type=int, default=100, help="jobs at once per worker")
+    parser.add_argument("--concurrency", type=int, default=200, help="jobs at once per worker")
     parser.add_argument("--synchronous", default="FULL", choices=["FULL", "NORMAL"])
     parser.add_argument("--compare", choices=["huey"], default=None)
     parser.add_argument(
