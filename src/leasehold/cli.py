@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from leasehold import admin as _admin
-from leasehold.cli_admin import limits, schedules
+from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
 from leasehold.demo import demo as _demo
 from leasehold.logs import configure_logging, configure_quiet_logging
