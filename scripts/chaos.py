@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -142,6 +143,16 @@ async def produce(
             await asyncio.sleep(ahead * rng.uniform(0.5, 1.5))
 
 
+def fault_order(enabled: tuple[str, ...], rng: random.Random) -> Iterator[str]:
+    """Rounds in which every enabled fault comes once, in a shuffled order, so that even a
+    short run sees each kind. Pauses are what exercise fencing (a holder waking up after a
+    takeover): they come twice a round."""
+    while enabled:
+        round_ = [*enabled, *(f for f in enabled if f == "pause-worker")]
+        rng.shuffle(round_)
+        yield from round_
+
+
 async def inject(
     args: argparse.Namespace,
     rng: random.Random,
@@ -154,12 +165,12 @@ async def inject(
     if args.faults == "none":
         enabled = ()
     deadline = time.monotonic() + args.seconds
+    order = fault_order(enabled, rng)
     while time.monotonic() < deadline:
         await asyncio.sleep(rng.uniform(0.5, 2.0))
         if not enabled:
             continue
-        # Pauses are what exercise fencing (a holder waking up after a takeover): favour them.
-        fault = rng.choices(enabled, weights=[2 if f == "pause-worker" else 1 for f in enabled])[0]
+        fault = next(order)
         injected[fault] += 1
         if fault == "kill-worker" and workers.running():
             workers.kill(rng.choice(workers.running()))
@@ -252,7 +263,11 @@ async def run(args: argparse.Namespace, work: Path) -> Report:
     try:
         async with Client(coordinator.url) as client:
             producer = asyncio.create_task(produce(client, args.jobs, args.seconds, acked, rng))
-            await inject(args, rng, coordinator, proxy, workers, injected)
+            # The faults get a generator of their own: the producer and the proxy draw from
+            # ``rng`` at moments that depend on scheduling, so sharing it would change the
+            # faults from one run of the same seed to the next.
+            faults_rng = random.Random(f"{args.seed}-faults")
+            await inject(args, faults_rng, coordinator, proxy, workers, injected)
             await producer
             proxy.faults.down = False
             drained = await wait_for_drain(client, acked, args.drain_seconds)

@@ -319,6 +319,9 @@ def test_stats_watch_json_prints_a_line_each_time_until_ctrl_c(shared: Coordinat
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **RUNNER_ENV, "LEASEHOLD_URL": shared.url},
+        # Ctrl+C as at a terminal, even when these tests run in the background (where the
+        # shell starts them with SIGINT ignored, and Python then keeps it ignored).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as proc:
         try:
             assert proc.stdout is not None
