@@ -10,7 +10,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 START_TIMEOUT = 30.0
@@ -147,3 +148,13 @@ class Coordinator:
             p.read_text(errors="replace")
             for p in sorted(self.log_dir.glob(f"coordinator-{self.port}-*.log"))
         )
+
+
+@contextmanager
+def sqlite_coordinator(folder: Path, extra_args: Sequence[str] = ()) -> Iterator[Coordinator]:
+    """A coordinator on a new SQLite file in ``folder``, SIGKILLed when the block ends."""
+    coordinator = Coordinator(f"sqlite:///{folder / 'leasehold.db'}", folder, extra_args).start()
+    try:
+        yield coordinator
+    finally:
+        coordinator.kill()

@@ -29,7 +29,7 @@ from leasehold.client import SyncClient
 from leasehold.logs import configure_quiet_logging
 from leasehold.model import JobStatus
 from leasehold.tokens import new_token
-from tests.process import Coordinator, free_port
+from tests.process import Coordinator, free_port, sqlite_coordinator
 from tests.scripted import serving, status
 
 # Wide enough that no table cell is cut short in the assertions below.
@@ -39,10 +39,8 @@ RUNNER_ENV = {"COLUMNS": "200", "LEASEHOLD_URL": "", "LEASEHOLD_TOKEN": ""}
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
     """One coordinator for the module; each test uses kinds of its own."""
-    path = tmp_path_factory.mktemp("admin")
-    coordinator = Coordinator(f"sqlite:///{path / 'leasehold.db'}", path).start()
-    yield coordinator
-    coordinator.kill()
+    with sqlite_coordinator(tmp_path_factory.mktemp("admin")) as coordinator:
+        yield coordinator
 
 
 @pytest.fixture(autouse=True)

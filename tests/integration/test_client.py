@@ -40,7 +40,7 @@ from leasehold.errors import (
     Unavailable,
 )
 from leasehold.model import AttemptOutcome, JobStatus
-from tests.process import Coordinator, free_port
+from tests.process import Coordinator, free_port, sqlite_coordinator
 from tests.scripted import job_answer, serving, status
 
 QUICK = RetryPolicy(attempts=4, base_seconds=0.01, max_seconds=0.02)
@@ -50,10 +50,8 @@ QUICK = RetryPolicy(attempts=4, base_seconds=0.01, max_seconds=0.02)
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
     """One coordinator for the module (each test uses kinds of its own): starting one per
     test would be most of the module's run time."""
-    path = tmp_path_factory.mktemp("client")
-    coordinator = Coordinator(f"sqlite:///{path / 'leasehold.db'}", path).start()
-    yield coordinator
-    coordinator.kill()
+    with sqlite_coordinator(tmp_path_factory.mktemp("client")) as coordinator:
+        yield coordinator
 
 
 @pytest.fixture

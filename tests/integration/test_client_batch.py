@@ -13,17 +13,15 @@ import pytest
 from leasehold.client import MAX_BATCH, Client, NewJob, RetryPolicy, SyncClient
 from leasehold.errors import IdempotencyConflict, InvalidRequest
 from leasehold.model import JobStatus
-from tests.process import Coordinator, wait_until
+from tests.process import Coordinator, sqlite_coordinator, wait_until
 
 QUICK = RetryPolicy(attempts=2, base_seconds=0.01, max_seconds=0.02)
 
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
-    path = tmp_path_factory.mktemp("batch")
-    coordinator = Coordinator(f"sqlite:///{path / 'leasehold.db'}", path).start()
-    yield coordinator
-    coordinator.kill()
+    with sqlite_coordinator(tmp_path_factory.mktemp("batch")) as coordinator:
+        yield coordinator
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from leasehold.dashboard import STATIC_DIR
-from tests.process import Coordinator
+from tests.process import Coordinator, sqlite_coordinator
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,10 +33,8 @@ def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
 
 @pytest.fixture(scope="module")
 def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
-    tmp = tmp_path_factory.mktemp("dashboard")
-    started = Coordinator(f"sqlite:///{tmp / 'leasehold.db'}", tmp).start()
-    yield started
-    started.kill()
+    with sqlite_coordinator(tmp_path_factory.mktemp("dashboard")) as started:
+        yield started
 
 
 def test_root_redirects_to_the_dashboard(coordinator: Coordinator) -> None:

@@ -17,7 +17,7 @@ from leasehold.worker import LeasedJob, Registry, Worker, WorkerSettings
 from leasehold.worker.runtime import run_worker
 from tests.fixtures.handlers import registry as fixture_registry
 from tests.http import eventually
-from tests.process import Coordinator, free_port
+from tests.process import Coordinator, free_port, sqlite_coordinator
 from tests.scripted import serving, status
 from tests.workers import COORDINATOR_ARGS
 
@@ -27,10 +27,8 @@ Logs = list[dict[str, Any]]
 @pytest.fixture(scope="module")
 def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
     """One coordinator for the module: each test's worker leases only its own kinds."""
-    path = tmp_path_factory.mktemp("worker")
-    c = Coordinator(f"sqlite:///{path / 'leasehold.db'}", path, COORDINATOR_ARGS).start()
-    yield c
-    c.kill()
+    with sqlite_coordinator(tmp_path_factory.mktemp("worker"), COORDINATOR_ARGS) as c:
+        yield c
 
 
 @pytest.fixture

@@ -16,19 +16,16 @@ from leasehold.client import Client, NewJob
 from leasehold.model import Job, JobStatus
 from leasehold.worker import LeasedJob, Registry, Worker, WorkerSettings
 from tests.http import eventually
-from tests.process import Coordinator
+from tests.process import Coordinator, sqlite_coordinator
 from tests.workers import COORDINATOR_ARGS
 
 
 @pytest.fixture(scope="module")
 def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinator]:
     """At debug level the coordinator logs every request (``http.request``)."""
-    path = tmp_path_factory.mktemp("batches")
-    c = Coordinator(
-        f"sqlite:///{path / 'leasehold.db'}", path, (*COORDINATOR_ARGS, "--log-level", "debug")
-    ).start()
-    yield c
-    c.kill()
+    args = (*COORDINATOR_ARGS, "--log-level", "debug")
+    with sqlite_coordinator(tmp_path_factory.mktemp("batches"), args) as c:
+        yield c
 
 
 @pytest.fixture

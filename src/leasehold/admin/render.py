@@ -36,6 +36,11 @@ def when(moment: datetime | None) -> str:
     return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def utc_when(moment: datetime | None) -> str:
+    """``when`` marked as UTC; empty for no time."""
+    return "" if moment is None else when(moment) + " UTC"
+
+
 def short_when(moment: datetime | None, today: date) -> str:
     """The time of day for today (UTC); the date and minute for any other day."""
     if moment is None:
@@ -124,13 +129,13 @@ def _job_fields(job: Job) -> list[tuple[str, str | Text]]:
         ("payload", compact_json(job.payload)),
         ("result", compact_json(job.result) if job.result is not None else ""),
         ("last error", error_summary(job.last_error)),
-        ("created", when(job.created_at) + " UTC"),
-        ("run after", when(job.run_after) + " UTC"),
+        ("created", utc_when(job.created_at)),
+        ("run after", utc_when(job.run_after)),
         ("lease token", str(job.lease_token)),
         ("lease owner", job.lease_owner or ""),
-        ("leased at", when(job.leased_at) and when(job.leased_at) + " UTC"),
-        ("lease expires", when(job.lease_expires_at) and when(job.lease_expires_at) + " UTC"),
-        ("finished", when(job.finished_at) and when(job.finished_at) + " UTC"),
+        ("leased at", utc_when(job.leased_at)),
+        ("lease expires", utc_when(job.lease_expires_at)),
+        ("finished", utc_when(job.finished_at)),
         ("idempotency key", job.idempotency_key or ""),
     ]
 
