@@ -45,7 +45,7 @@ from leasehold.api.schemas import (
     RequeueCount,
     StatsOut,
 )
-from leasehold.api.wire import item_result_wire, job_wire, lease_wire, reply_json
+from leasehold.api.wire import item_result_wire, job_json, lease_wire, reply_json
 from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
 from leasehold.errors import (
     IdempotencyConflict,
@@ -159,7 +159,7 @@ async def enqueue(
             body.queue,
         )
     )
-    return reply_json(job_wire(inserted.job), 201 if inserted.created else 200)
+    return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
 
 
 @router.post(
@@ -184,7 +184,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
             for j in body.jobs
         ]
     )
-    return reply_json({"jobs": [{"job": job_wire(i.job), "created": i.created} for i in inserted]})
+    return reply_json({"jobs": [{"job": job_json(i.job), "created": i.created} for i in inserted]})
 
 
 @router.post(
@@ -293,7 +293,7 @@ async def job_attempts(job_id: str, request: Request) -> Response:
 )
 async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
     job = await service_of(request).renew(parse_job_id(job_id), body.token, body.lease_seconds)
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -304,7 +304,7 @@ async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
 )
 async def complete(job_id: str, body: CompleteRequest, request: Request) -> Response:
     job = await service_of(request).complete(parse_job_id(job_id), body.token, body.result)
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -318,7 +318,7 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
         retryable=body.retryable,
         retry_after_seconds=body.retry_after_seconds,
     )
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -329,7 +329,7 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
 )
 async def release(job_id: str, body: ReleaseRequest, request: Request) -> Response:
     job = await service_of(request).release(parse_job_id(job_id), body.token)
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -341,7 +341,7 @@ async def release(job_id: str, body: ReleaseRequest, request: Request) -> Respon
 async def cancel(job_id: str, request: Request) -> Response:
     """Queued and dead jobs are cancelled at once; a running job is marked, and ends
     cancelled at its holder's next report (its renewals answer 409 job_cancelled)."""
-    return reply(JobOut.of(await service_of(request).cancel(parse_job_id(job_id))))
+    return reply_json(job_json(await service_of(request).cancel(parse_job_id(job_id))))
 
 
 @router.post(
@@ -351,4 +351,4 @@ async def cancel(job_id: str, request: Request) -> Response:
     dependencies=_ADMIN,
 )
 async def requeue(job_id: str, request: Request) -> Response:
-    return reply(JobOut.of(await service_of(request).requeue(parse_job_id(job_id))))
+    return reply_json(job_json(await service_of(request).requeue(parse_job_id(job_id))))

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from leasehold.core.schedule import CatchUp, Schedule, ScheduleSpec
+from leasehold.core.userjson import json_problem
 from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.store.base import KindLimit
@@ -50,20 +51,10 @@ def _printable(value: str) -> str:
     return value
 
 
-def _no_nul_json(value: JsonValue) -> JsonValue:
-    # PostgreSQL's text and jsonb cannot hold NUL; refusing it everywhere keeps the backends
-    # answering alike.
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                raise ValueError("must not contain the NUL character (\\u0000)")
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
+def _user_json(value: object) -> object:
+    # Before Pydantic's own walk, which fails on deep values with a message of its own.
+    if problem := json_problem(value):
+        raise ValueError(problem)
     return value
 
 
@@ -73,7 +64,8 @@ def _no_nul(value: str) -> str:
     return value
 
 
-UserJSON = Annotated[JsonValue, AfterValidator(_no_nul_json)]
+UserJSON = Annotated[JsonValue, BeforeValidator(_user_json)]
+"""A payload or result: JSON within ``core.userjson``'s limits (depth, NUL, 64 bits)."""
 Kind = Annotated[str, Field(min_length=1, max_length=MAX_KIND_LENGTH), AfterValidator(_printable)]
 IdempotencyKey = Annotated[
     str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_printable)
@@ -385,7 +377,7 @@ class ScheduleRequest(Strict):
         default="UTC", description="IANA time zone the cron expression is read in"
     )
     kind: Kind
-    payload: JsonValue = None
+    payload: UserJSON = None
     queue: QueueName = DEFAULT_QUEUE
     priority: Priority = 0
     max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = 5

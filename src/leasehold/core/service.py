@@ -14,6 +14,7 @@ from functools import partial
 import orjson
 import structlog
 
+from leasehold.core import answer
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
@@ -252,6 +253,9 @@ class JobService:
         for r in requests:
             if too_large := self.oversize("payload", r.payload):
                 raise too_large
+        # Each job's answer is built once before the insert (its other fields are numbers
+        # and checked strings): an enqueue cannot fail after its commit.
+        answer.seal(answer.provisional(r.kind, r.payload) for r in requests)
         new_jobs = [r.new_job() for r in requests]
         claimed = await self._claim_waiters([j for j in new_jobs if j.run_after is None])
         handed = 0
@@ -308,6 +312,7 @@ class JobService:
             tuple(kinds) if kinds is not None else None,
             max_jobs,
             tuple(queues) if queues is not None else None,
+            seal=answer.seal,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
@@ -472,7 +477,10 @@ class JobService:
     async def _decide_many(
         self, items: Sequence[tuple[int, int | None, Decide]]
     ) -> list[Job | LeaseholdError]:
-        outcomes = await self.store.jobs_decide([(job_id, decide) for job_id, _, decide in items])
+        # Every caller answers with the jobs: their answers are built inside the transaction.
+        outcomes = await self.store.jobs_decide(
+            [(job_id, partial(_sealed, decide)) for job_id, _, decide in items]
+        )
         answers: list[Job | LeaseholdError] = []
         available = 0
         for (job_id, token, _), outcome in zip(items, outcomes, strict=True):
@@ -493,6 +501,10 @@ def _raise_or_job(answers: list[Job | LeaseholdError]) -> Job:
     if isinstance(answer, LeaseholdError):
         raise answer
     return answer
+
+
+def _sealed(decide: Decide, job: Job, now: datetime) -> Outcome:
+    return answer.sealed(decide(job, now))
 
 
 # The store calls decide(job, now); these put the request's arguments in front.

@@ -59,6 +59,9 @@ class LeaseRequest:
     kinds: tuple[str, ...] | None  # None: any kind
     max_jobs: int = 1
     queues: tuple[str, ...] | None = None  # None: any queue
+    # Called with the leased jobs before the lease commits; if it raises, the lease is
+    # rolled back and the error raised: no job is leased that its answer cannot carry.
+    seal: Callable[[Sequence[Job]], None] | None = field(default=None, compare=False)
 
 
 def lease_order(job: Job) -> tuple[int, datetime, int]:
@@ -179,8 +182,9 @@ class Store(Protocol):
         """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
         run_after, then lowest id; never more running jobs of a kind than its limit.
 
-        Each leased job gets lease_token + 1, attempts + 1, status running, the lease's
-        owner and expiry, and a new attempt record; all in one statement per job set.
+        Each leased job gets a new lease token (``next_lease_token``), attempts + 1,
+        status running, the lease's owner and expiry, and a new attempt record; all in one
+        statement per job set. ``request.seal`` is called before the commit.
         """
         ...
 

@@ -256,7 +256,9 @@ def _translated() -> Iterator[None]:
         log.warning("store.unavailable", error=f"{type(exc).__name__}: {exc}")
         raise Unavailable(f"database unavailable: {type(exc).__name__}: {exc}") from exc
     except _UNSTORABLE as exc:
-        raise InvalidRequest(f"PostgreSQL cannot store a value of this request: {exc}") from exc
+        # The database's message quotes the offending bytes: input is never echoed.
+        log.info("store.unstorable", error=type(exc).__name__)
+        raise InvalidRequest("the database cannot store a value of this request") from exc
 
 
 class PostgresStore:
@@ -451,11 +453,14 @@ class PostgresStore:
         sql = pick.lease_sql(kinds=kinds is not None, queues=queues is not None, capped=False)
         args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
         args += [a for a in (kinds, queues) if a is not None]
-        async with self._connection() as conn:
+        async with self._connection() as conn, conn.transaction():
             rows = await conn.fetch(sql, *args)
             if rows[0]["limited"]:
                 rows = await self._lease_capped(conn, request, kinds, queues)
-        return sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+            jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+            if request.seal is not None:
+                request.seal(jobs)  # raising rolls the lease back
+        return jobs
 
     async def _lease_capped(
         self,

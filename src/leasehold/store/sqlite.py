@@ -466,6 +466,8 @@ class SqliteStore:
             # Wait: from when the job became available to now.
             tally.add("leased", job.kind, max(0.0, now - job.run_after.timestamp()))
         tally.write(conn)
+        if request.seal is not None:
+            request.seal(jobs)  # raising rolls this lease back (its savepoint)
         return jobs
 
     async def job_get(self, job_id: int) -> Job | None:
