@@ -21,8 +21,8 @@ from pydantic import (
     StrictInt,
 )
 
-from leasehold.core.schedule import CatchUp, Schedule, ScheduleSpec
-from leasehold.core.userjson import json_problem
+from leasehold.core.schedule import RESERVED_KEY_PREFIX, CatchUp, Schedule, ScheduleSpec
+from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.store.base import KindLimit
@@ -51,6 +51,18 @@ def _printable(value: str) -> str:
     return value
 
 
+def _visible(value: str) -> str:
+    if has_invisible(value):
+        raise ValueError(INVISIBLE_MESSAGE)
+    return value
+
+
+def _not_reserved(value: str) -> str:
+    if value.startswith(RESERVED_KEY_PREFIX):
+        raise ValueError(f"keys starting with {RESERVED_KEY_PREFIX!r} are the scheduler's")
+    return value
+
+
 def _user_json(value: object) -> object:
     # Before Pydantic's own walk, which fails on deep values with a message of its own.
     if problem := json_problem(value):
@@ -66,15 +78,29 @@ def _no_nul(value: str) -> str:
 
 UserJSON = Annotated[JsonValue, BeforeValidator(_user_json)]
 """A payload or result: JSON within ``core.userjson``'s limits (depth, NUL, 64 bits)."""
-Kind = Annotated[str, Field(min_length=1, max_length=MAX_KIND_LENGTH), AfterValidator(_printable)]
+Kind = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_KIND_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
+]
 IdempotencyKey = Annotated[
-    str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_KEY_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_not_reserved),
 ]
 WorkerId = Annotated[
-    str, Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
 ]
 QueueName = Annotated[
-    str, Field(min_length=1, max_length=MAX_QUEUE_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_QUEUE_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
 ]
 Priority = Annotated[
     StrictInt,

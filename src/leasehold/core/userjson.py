@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Final
 
 MAX_JSON_DEPTH: Final = 64
@@ -83,3 +84,18 @@ def has_long_integer(body: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return False
+
+
+# Control, format (U+200B, U+202E ...), line and paragraph separators: invisible or
+# reordering characters that would reach logs, tables and /metrics raw.
+_INVISIBLE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Zl", "Zp"})
+_ASCII_CONTROL: Final = re.compile("[\x00-\x1f\x7f]")
+INVISIBLE_MESSAGE: Final = "must not contain control, format or line-separator characters"
+
+
+def has_invisible(name: str) -> bool:
+    """Whether a name (kind, queue, worker id) holds a character of Unicode category
+    Cc, Cf, Zl or Zp. ASCII names, nearly all of them, take one regex search."""
+    if name.isascii():
+        return _ASCII_CONTROL.search(name) is not None
+    return any(unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in name)
