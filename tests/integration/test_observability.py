@@ -37,10 +37,12 @@ async def scripted_scenario(api: Api) -> dict[str, Any]:
         assert a.status == 200
     retry = await api.post(
         f"/jobs/{a_ids[3]}/fail",
-        {"token": 1, "error": "try later", "retry_after_seconds": 3600},
+        {"token": tokens[a_ids[3]], "error": "try later", "retry_after_seconds": 3600},
     )
     assert retry.body["status"] == "queued"
-    dead = await api.post(f"/jobs/{a_ids[4]}/fail", {"token": 1, "error": "no", "retryable": False})
+    dead = await api.post(
+        f"/jobs/{a_ids[4]}/fail", {"token": tokens[a_ids[4]], "error": "no", "retryable": False}
+    )
     assert dead.body["status"] == "dead"
     stale = await api.post(f"/jobs/{a_ids[0]}/complete", {"token": 7})
     assert stale.status == 409

@@ -55,7 +55,7 @@ from leasehold.errors import (
 )
 from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import Job, JobStatus
-from leasehold.store.base import DeadFilter, JobFilter
+from leasehold.store.base import AttemptPage, DeadFilter, JobFilter
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -243,6 +243,14 @@ async def fail_batch(body: BatchFailRequest, request: Request) -> Response:
     return _batch_results([i.id for i in body.items], answers)
 
 
+def _cursor(cursor: str | None) -> int | None:
+    if cursor is None:
+        return None
+    if not _ID.fullmatch(cursor):
+        raise InvalidRequest("cursor is not one this server issued")
+    return int(cursor)
+
+
 @router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=_READERS)
 async def list_jobs(
     request: Request,
@@ -251,12 +259,7 @@ async def list_jobs(
     cursor: Annotated[str | None, Query(max_length=40)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
-    after = None
-    if cursor is not None:
-        if not _ID.fullmatch(cursor):
-            raise InvalidRequest("cursor is not one this server issued")
-        after = int(cursor)
-    jobs = await service_of(request).list_jobs(JobFilter(status, kind, after, limit))
+    jobs = await service_of(request).list_jobs(JobFilter(status, kind, _cursor(cursor), limit))
     next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
     return reply(JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
 
@@ -282,10 +285,21 @@ async def get_job(job_id: str, request: Request) -> Response:
     responses=errors(404),
     dependencies=_HISTORY_READERS,
 )
-async def job_attempts(job_id: str, request: Request) -> Response:
+async def job_attempts(
+    job_id: str,
+    request: Request,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response:
+    """The job's lease history, oldest first, a page at a time."""
     jid = parse_job_id(job_id)
-    attempts = await service_of(request).attempts(jid)
-    return reply(AttemptList(job_id=jid, attempts=[AttemptOut.of(a) for a in attempts]))
+    attempts = await service_of(request).attempts(jid, AttemptPage(_cursor(cursor), limit))
+    next_cursor = str(attempts[-1].token) if len(attempts) == limit else None
+    return reply(
+        AttemptList(
+            job_id=jid, attempts=[AttemptOut.of(a) for a in attempts], next_cursor=next_cursor
+        )
+    )
 
 
 @router.post(

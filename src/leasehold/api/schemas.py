@@ -352,6 +352,9 @@ class AttemptOut(BaseModel):
 class AttemptList(BaseModel):
     job_id: int
     attempts: list[AttemptOut]
+    next_cursor: str | None = Field(
+        default=None, description="pass as `cursor` for the next page (null: no more)"
+    )
 
 
 class RequeueCount(BaseModel):

@@ -32,6 +32,7 @@ from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, Payload
 from leasehold.metrics import Metrics
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
+    AttemptPage,
     DeadFilter,
     Decide,
     Inserted,
@@ -416,9 +417,9 @@ class JobService:
     async def stats(self) -> Stats:
         return summarize(await self.store.stats(WINDOWS))
 
-    async def attempts(self, job_id: int) -> list[Attempt]:
+    async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         await self.get(job_id)
-        return await self.store.attempts_list(job_id)
+        return await self.store.attempts_list(job_id, page)
 
     # -- operators ----------------------------------------------------------------------
 

@@ -78,6 +78,12 @@ class JobFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptPage:
+    after_token: int | None = None  # cursor: attempts with a larger token
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
 class DeadFilter:
     kind: str | None = None
     error_contains: str | None = None
@@ -208,8 +214,9 @@ class Store(Protocol):
         """Ids of dead jobs matching the filter, ordered by id."""
         ...
 
-    async def attempts_list(self, job_id: int) -> list[Attempt]:
-        """The job's lease history, oldest first."""
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        """The job's lease history, oldest first (tokens increase); one page of it, after
+        the page's cursor, when ``page`` is given."""
         ...
 
     async def counts_by_status(self) -> dict[JobStatus, int]:
