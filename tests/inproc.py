@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from collections.abc import AsyncIterator, Generator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import structlog
 import uvicorn
 from fastapi import FastAPI
 
@@ -109,6 +111,10 @@ async def serve_app(
 ) -> AsyncIterator[InProcessCoordinator]:
     """Serve ``create_app(settings, store=store, clock=clock)`` on a free loopback port."""
     app = create_app(settings, store=store, clock=clock)
+    logged = structlog.get_config()
+    # Warnings and errors only, as `leasehold serve` would log them by default less its
+    # info lines: a debug line per request costs more than the request in these tests.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -128,6 +134,7 @@ async def serve_app(
         server.should_exit = True
         await task
         sock.close()
+        structlog.configure(**logged)
 
 
 def in_process_store(database_url: str, clock: FakeClock) -> tuple[Store, FakeClock | None]:
