@@ -6,7 +6,15 @@ import asyncio
 import contextlib
 import time
 
+import pytest
+
 from tests.http import Api
+
+
+@pytest.fixture
+def api(inproc_api: Api) -> Api:
+    """Nothing here is about the process: the app served in the test process will do."""
+    return inproc_api
 
 
 async def test_batch_enqueue_reports_created_and_existing(api: Api) -> None:
