@@ -274,7 +274,7 @@ def decide_requeue(job: Job, now: datetime) -> Outcome:
     """An operator brings a dead or cancelled job back: queued at once, attempts (and
     releases) reset.
 
-    The lease token is kept (the next lease gets the next one) and revoked, so a late
+    The lease token is kept (the next lease gets a higher one) and revoked, so a late
     report from the last holder cannot finish the revived job.
     """
     if job.status not in (JobStatus.DEAD, JobStatus.CANCELLED):

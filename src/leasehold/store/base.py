@@ -188,9 +188,10 @@ class Store(Protocol):
         """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
         run_after, then lowest id; never more running jobs of a kind than its limit.
 
-        Each leased job gets a new lease token (``next_lease_token``), attempts + 1,
-        status running, the lease's owner and expiry, and a new attempt record; all in one
-        statement per job set. ``request.seal`` is called before the commit.
+        Each leased job gets a new lease token from the coordinator-wide sequence (above
+        every token issued before: DESIGN.md §4), attempts + 1, status running, the lease's
+        owner and expiry, and a new attempt record; all in one statement per job set.
+        ``request.seal`` is called with the jobs before the commit.
         """
         ...
 
