@@ -14,7 +14,15 @@ from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
 from leasehold.demo import demo as _demo
 from leasehold.logs import configure_logging, configure_quiet_logging
-from leasehold.settings import MAX_PAYLOAD_BYTES, MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
+from leasehold.settings import (
+    KEEP_ALIVE_TIMEOUT_SECONDS,
+    MAX_HEADER_BYTES,
+    MAX_HEADERS,
+    MAX_PAYLOAD_BYTES,
+    MAX_SCHEDULE_GRACE_SECONDS,
+    REQUEST_TIMEOUT_SECONDS,
+    CoordinatorSettings,
+)
 from leasehold.tokens import (
     HashedToken,
     Role,
@@ -102,6 +110,30 @@ def serve(
         min=1,
         help="Cap on a job's payload and a completion's result, as compact JSON (413).",
     ),
+    max_header_bytes: int = typer.Option(
+        MAX_HEADER_BYTES,
+        envvar="LEASEHOLD_MAX_HEADER_BYTES",
+        min=1024,
+        help="Cap on a request's line and headers, in bytes (431, before authentication).",
+    ),
+    max_headers: int = typer.Option(
+        MAX_HEADERS, envvar="LEASEHOLD_MAX_HEADERS", min=8, help="Cap on a request's headers (431)."
+    ),
+    request_timeout_seconds: float = typer.Option(
+        REQUEST_TIMEOUT_SECONDS,
+        envvar="LEASEHOLD_REQUEST_TIMEOUT_SECONDS",
+        min=0.1,
+        max=600,
+        help="A request must arrive whole (headers and body) within this time of the"
+        " connection waiting for it, or the connection is closed (408).",
+    ),
+    keep_alive_timeout_seconds: int = typer.Option(
+        KEEP_ALIVE_TIMEOUT_SECONDS,
+        envvar="LEASEHOLD_KEEP_ALIVE_TIMEOUT_SECONDS",
+        min=1,
+        max=600,
+        help="An idle connection is closed after this long without a request.",
+    ),
 ) -> None:
     """Run the coordinator."""
     from leasehold.api.app import create_app
@@ -125,6 +157,10 @@ def serve(
         tokens=tokens,
         allow_open_access=allow_open_access,
         max_payload_bytes=max_payload_bytes,
+        max_header_bytes=max_header_bytes,
+        max_headers=max_headers,
+        request_timeout_seconds=request_timeout_seconds,
+        keep_alive_timeout_seconds=keep_alive_timeout_seconds,
     )
     configure_logging(log_format, log_level)
     serve_app(create_app(settings), settings)

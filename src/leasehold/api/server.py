@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Final
@@ -24,6 +25,8 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 
+from leasehold.api.protocol import ConnectionLimits, guarded_protocol
+from leasehold.api.resources import DescriptorWatch, raise_open_files_limit
 from leasehold.settings import CoordinatorSettings
 from leasehold.tokens import is_loopback
 
@@ -47,9 +50,17 @@ def open_access_problem(settings: CoordinatorSettings) -> str | None:
 
 
 class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, on_stop: Callable[[], None], watch: DescriptorWatch
+    ) -> None:
         super().__init__(config)
         self._on_stop = on_stop
+        self._watch = watch
+
+    async def on_tick(self, counter: int) -> bool:
+        if counter % 10 == 0:  # uvicorn ticks every 0.1 s
+            self._watch.check(time.monotonic())
+        return await super().on_tick(counter)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         log.info("coordinator.stopping")
@@ -75,16 +86,24 @@ def serve(app: FastAPI, settings: CoordinatorSettings) -> None:
         banner = "!" * 78
         print(f"{banner}\n!!! leasehold: OPEN ACCESS: {problem}\n{banner}", file=sys.stderr)
         log.warning("auth.open_on_network", host=settings.host, port=settings.port)
+    open_files_limit = raise_open_files_limit()
+    limits = ConnectionLimits.of(settings)
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
+        http=guarded_protocol(limits),
+        ws="none",  # no route speaks WebSocket: an upgrade is just a request
+        timeout_keep_alive=limits.keep_alive_timeout,
         access_log=False,
+        log_config=None,  # uvicorn's lines go through our logging (logs.py)
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=GRACE_SECONDS,
     )
-    server = _Server(config, on_stop=app.state.service.stop_waiting)
+    server = _Server(
+        config, on_stop=app.state.service.stop_waiting, watch=DescriptorWatch(open_files_limit)
+    )
     previous = {sig: signal.signal(sig, _exit_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         server.run()
