@@ -5,6 +5,7 @@ descriptors is logged and recovered from (DESIGN.md §16, Limits)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 import socket
 import time
@@ -173,3 +174,33 @@ def test_silent_sockets_past_the_file_limit_do_not_lock_clients_out(tmp_path: Pa
         for s in silent:
             s.close()
         c.kill()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize(
+    ("path", "cpu_budget"),
+    [("/jobs", 0.05), ("/lease", 0.05), ("/jobs/batch", 0.2)],
+)
+def test_a_1_mib_body_of_empty_lists_is_cheap_to_refuse(
+    coordinator: Coordinator, path: str, cpu_budget: float
+) -> None:
+    """1 MiB of ``[[],[],...]`` (350,000 values): refused unread where the route's cap is
+    smaller, and parsed without walking the whole heap where it is not (each took about 0.35 s)."""
+    assert coordinator.proc is not None
+    body = b'{"jobs":[' + b"[]," * 349_000 + b"[]]}"
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    before = cpu_seconds(coordinator.proc.pid)
+    with connect(coordinator) as s:
+        with contextlib.suppress(OSError):  # refused unread: the rest may not be taken
+            s.sendall(head + body)
+        answer = read_all(s)
+    used = cpu_seconds(coordinator.proc.pid) - before
+    assert answer.startswith((b"HTTP/1.1 413 ", b"HTTP/1.1 422 ")), answer[:100]
+    assert used < cpu_budget, f"{used:.3f} s of CPU for one refused body"

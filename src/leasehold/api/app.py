@@ -11,7 +11,7 @@ import structlog
 from fastapi import FastAPI
 
 from leasehold.api.errors import install_error_handlers
-from leasehold.api.limits import BodyLimit
+from leasehold.api.limits import BodyLimit, route_caps
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
@@ -78,7 +78,11 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        routes=route_caps(settings.max_body_bytes, settings.max_payload_bytes),
+    )
     app.add_middleware(RequestLog)
     app.state.settings = settings
     app.state.service = service

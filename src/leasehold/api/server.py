@@ -13,6 +13,7 @@ database, and the process exits 0.
 
 from __future__ import annotations
 
+import gc
 import signal
 import socket
 import sys
@@ -56,6 +57,14 @@ class _Server(uvicorn.Server):
         super().__init__(config)
         self._on_stop = on_stop
         self._watch = watch
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        # What exists now (modules, the app, the routes) lives as long as the process: out
+        # of the collector's sight, a collection no longer walks it. A request that makes
+        # many objects (a large JSON body) triggers collections; each walked the whole heap,
+        # which made parsing one body of 350,000 empty lists cost twice its CPU.
+        gc.freeze()
 
     async def on_tick(self, counter: int) -> bool:
         if counter % 10 == 0:  # uvicorn ticks every 0.1 s
