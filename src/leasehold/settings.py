@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from leasehold.tokens import HashedToken
+
+SqliteSynchronous = Literal["FULL", "NORMAL"]  # what `serve` offers (tests also use OFF)
 
 # The HTTP protocol's per-connection limits (DESIGN.md §16 says why these values).
 MAX_HEADER_BYTES = 64 * 1024
