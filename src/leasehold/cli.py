@@ -12,6 +12,12 @@ import typer
 from leasehold import admin as _admin
 from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
+from leasehold.credentials import (
+    TOKEN_FILE_HELP,
+    TOKEN_HELP,
+    resolve_token,
+    warn_if_on_command_line,
+)
 from leasehold.demo import demo as _demo
 from leasehold.logs import LogFormat, LogLevel, configure_logging, configure_quiet_logging
 from leasehold.settings import (
@@ -264,7 +270,14 @@ def worker(
         None, envvar="LEASEHOLD_WORKER_ID", help="Names this worker (default: HOST-PID)."
     ),
     token: str | None = typer.Option(
-        None, envvar="LEASEHOLD_TOKEN", help="Bearer token for the coordinator.", show_default=False
+        None,
+        envvar="LEASEHOLD_TOKEN",
+        help=TOKEN_HELP,
+        callback=warn_if_on_command_line,
+        show_default=False,
+    ),
+    token_file: Path | None = typer.Option(
+        None, envvar="LEASEHOLD_TOKEN_FILE", help=TOKEN_FILE_HELP, show_default=False
     ),
     wait_seconds: float = typer.Option(
         5.0,
@@ -297,7 +310,7 @@ def worker(
         kinds=_names(kinds),
         queues=_names(queues),
         lease_seconds=lease_seconds,
-        token=token,
+        token=resolve_token(token, token_file),
         wait_seconds=wait_seconds,
         grace_seconds=grace_seconds,
         **({"worker_id": worker_id} if worker_id else {}),
