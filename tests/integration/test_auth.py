@@ -57,7 +57,6 @@ ENDPOINTS = [
     endpoint("GET", "/openapi.json", None, (200,)),
     endpoint("GET", "/docs", None, (200,)),
     endpoint("GET", "/redoc", None, (200,)),
-    endpoint("GET", "/docs/oauth2-redirect", None, (200,)),
     endpoint("GET", "/", None, (200,)),  # redirects to the dashboard (followed)
     endpoint("GET", "/ui/", None, (200,)),  # its files hold no data; it calls the API
     endpoint("POST", "/jobs", {PRODUCER, ADMIN}, (201,), {"kind": "matrix"}),

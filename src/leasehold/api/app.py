@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import structlog
 from fastapi import FastAPI
 
+from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.limits import BodyLimit, route_caps
 from leasehold.api.requestlog import RequestLog
@@ -77,6 +78,8 @@ def create_app(
         summary="A distributed job queue with fenced leases",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served offline by mount_docs
+        redoc_url=None,
     )
     app.add_middleware(
         BodyLimit,
@@ -93,4 +96,5 @@ def create_app(
     app.include_router(router)
     app.include_router(scheduling_router)
     mount_dashboard(app)
+    mount_docs(app)
     return app
