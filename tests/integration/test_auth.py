@@ -54,6 +54,7 @@ def endpoint(
 # token 99 of a job leased never is 409 (stale), a requeue of a queued job is 409.
 ENDPOINTS = [
     endpoint("GET", "/health", None, (200,)),
+    endpoint("GET", "/health/ready", None, (200,)),
     endpoint("GET", "/openapi.json", None, (200,)),
     endpoint("GET", "/docs", None, (200,)),
     endpoint("GET", "/redoc", None, (200,)),

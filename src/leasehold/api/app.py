@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
+from leasehold.api.health import router as health_router
 from leasehold.api.limits import BodyLimit, route_caps
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
@@ -94,6 +95,7 @@ def create_app(
     app.state.scheduler = scheduler
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(health_router)
     app.include_router(scheduling_router)
     mount_dashboard(app)
     mount_docs(app)

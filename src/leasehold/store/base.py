@@ -208,6 +208,11 @@ class Store(Protocol):
         """The job's lease history, oldest first."""
         ...
 
+    async def ping(self) -> None:
+        """One cheap statement along the path writes take (the readiness check); raises
+        Unavailable when the database cannot answer."""
+        ...
+
     async def counts_by_status(self) -> dict[JobStatus, int]:
         """Jobs by status counted from the jobs themselves: the ground truth that the
         counts kept for ``stats`` must agree with (slow on big tables; tests and checks)."""
