@@ -58,6 +58,10 @@ ENDPOINTS = [
     endpoint("GET", "/openapi.json", None, (200,)),
     endpoint("GET", "/docs", None, (200,)),
     endpoint("GET", "/redoc", None, (200,)),
+    # The docs pages' files (test_docs_offline.py fetches them): open, like the pages; the
+    # folders themselves have no index.
+    endpoint("GET", "/docs/assets/", None, (404,)),
+    endpoint("GET", "/docs/init/", None, (404,)),
     endpoint("GET", "/", None, (200,)),  # redirects to the dashboard (followed)
     endpoint("GET", "/ui/", None, (200,)),  # its files hold no data; it calls the API
     endpoint("POST", "/jobs", {PRODUCER, ADMIN}, (201,), {"kind": "matrix"}),
