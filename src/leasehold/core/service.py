@@ -28,7 +28,13 @@ from leasehold.core.transitions import (
     decide_requeue,
     request_fingerprint,
 )
-from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
+from leasehold.errors import (
+    JobNotFound,
+    LeaseholdError,
+    LimitNotFound,
+    PayloadTooLarge,
+    Unavailable,
+)
 from leasehold.metrics import Metrics
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
@@ -413,6 +419,13 @@ class JobService:
 
     async def list_jobs(self, query: JobFilter) -> list[Job]:
         return await self.store.job_list(query)
+
+    async def ready(self, timeout_seconds: float) -> None:
+        """Raise Unavailable unless the store answers a cheap statement in time."""
+        try:
+            await asyncio.wait_for(self.store.ping(), timeout_seconds)
+        except TimeoutError:
+            raise Unavailable(f"the database did not answer within {timeout_seconds:g} s") from None
 
     async def stats(self) -> Stats:
         return summarize(await self.store.stats(WINDOWS))
