@@ -84,8 +84,8 @@ def serve(
     tokens_file: Path | None = typer.Option(
         None,
         envvar="LEASEHOLD_TOKENS_FILE",
-        help="Bearer tokens: one `role:sha256hex` per line (roles: producer, worker, reader, admin;"
-        " `leasehold new-token ROLE` makes one). Tokens can also be given in clear in the"
+        help="Bearer tokens: one `role:sha256hex` per line (roles: producer, worker, reader,"
+        " metrics, admin; `leasehold new-token ROLE` makes one). Tokens can also be given in clear in the"
         " environment as LEASEHOLD_TOKENS=role=token,role=token (never as a flag: command"
         " lines are visible to every user). With neither, access is open and the"
         " coordinator only binds loopback.",
@@ -141,7 +141,7 @@ def _configured_tokens(path: Path | None, env: str | None) -> tuple[HashedToken,
 
 @app.command("new-token")
 def new_token_command(
-    role: Role = typer.Argument(..., help="producer, worker, reader or admin"),
+    role: Role = typer.Argument(..., help="producer, worker, reader, metrics or admin"),
 ) -> None:
     """Make a random bearer token: prints the token (give it to the client, e.g. as
     LEASEHOLD_TOKEN) and then the line for the coordinator's tokens file."""
