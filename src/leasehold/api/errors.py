@@ -15,6 +15,7 @@ from leasehold.errors import (
     Forbidden,
     InvalidRequest,
     LeaseholdError,
+    MisdirectedRequest,
     NotFound,
     PayloadTooLarge,
     Unauthorized,
@@ -33,6 +34,7 @@ STATUS_CODES: dict[type[LeaseholdError], int] = {
     Unavailable: 503,
     Unauthorized: 401,
     Forbidden: 403,
+    MisdirectedRequest: 421,
 }
 # Headers an error's answer must carry (RFC 6750: a 401 names the scheme it wants).
 HEADERS: dict[type[LeaseholdError], dict[str, str]] = {
