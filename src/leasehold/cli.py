@@ -102,6 +102,12 @@ def serve(
         min=1,
         help="Cap on a job's payload and a completion's result, as compact JSON (413).",
     ),
+    max_waiting_polls: int = typer.Option(
+        4096,
+        envvar="LEASEHOLD_MAX_WAITING_POLLS",
+        min=0,
+        help="Long polls waiting at once, at most; past it a poll answers after one look.",
+    ),
 ) -> None:
     """Run the coordinator."""
     from leasehold.api.app import create_app
@@ -125,6 +131,7 @@ def serve(
         tokens=tokens,
         allow_open_access=allow_open_access,
         max_payload_bytes=max_payload_bytes,
+        max_waiting_polls=max_waiting_polls,
     )
     configure_logging(log_format, log_level)
     serve_app(create_app(settings), settings)

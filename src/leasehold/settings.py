@@ -38,3 +38,5 @@ class CoordinatorSettings:
     tokens: tuple[HashedToken, ...] = ()
     allow_open_access: bool = False
     max_payload_bytes: int = MAX_PAYLOAD_BYTES
+    # Long polls waiting at once; past it a poll answers after one look (no jobs: 204).
+    max_waiting_polls: int = 4096

@@ -46,7 +46,7 @@ from leasehold.store.base import (
     scheduled_job,
 )
 from leasehold.store.migrations import migrations
-from leasehold.store.sqlite_pick import PLAIN, oldest_available, pick
+from leasehold.store.sqlite_pick import next_run_after, oldest_available, pick
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
@@ -436,19 +436,18 @@ class SqliteStore:
     def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
         now = self._clock.now().timestamp()
         ids = pick(conn, request, now)
-        if ids == []:
+        if not ids:
             return []
         # The ids as one parameter, so the statement text never changes: SQLite then
         # reuses its compiled form (compiling it anew costs more than running it).
-        chosen = PLAIN if ids is None else "SELECT value FROM json_each(:ids)"
         rows = conn.execute(
             "UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
-            f" WHERE id IN ({chosen}) AND status = 'queued' RETURNING {_COLUMNS}",
+            " WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'queued'"
+            f" RETURNING {_COLUMNS}",
             {
                 "ids": orjson.dumps(ids).decode(),
-                "n": request.max_jobs,
                 "now": now,
                 "owner": request.worker_id,
                 "expires": now + request.lease_seconds,
@@ -543,6 +542,9 @@ class SqliteStore:
             return [Expired(job_id, token) for job_id, token in rows]
 
         return await self._call(op)
+
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        return await self._call(lambda conn: _dt(next_run_after(conn, after.timestamp())))
 
     async def job_list(self, query: JobFilter) -> list[Job]:
         where: list[str] = ["id > ?"]
