@@ -1,28 +1,31 @@
-"""A coordinator app called in the test process: its lifespan run, requests as ASGI calls.
+"""The coordinator app called in the test process: no server, no port, no sockets.
 
-For tests of the HTTP layer that need no socket (headers, refusals, answer sizes): no
-process to start, and the test controls every header, ``Host`` included.
+``serve_app`` runs the app's lifespan (store, reaper, scheduler) and yields an ``AsgiApi``
+whose requests go straight to the ASGI app, so a test can also patch the app's modules.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 import orjson
 from fastapi import FastAPI
 
-from tests.http import Answer
+from leasehold.api.app import create_app
+from leasehold.core.clock import Clock
+from leasehold.settings import CoordinatorSettings
 
-LOOPBACK = "127.0.0.1:8080"
+
+@dataclass
+class AsgiAnswer:
+    status: int
+    body: Any
 
 
-class InProcess:
-    """Requests to ``app`` as an HTTP server would pass them on."""
-
+class AsgiApi:
     def __init__(self, app: FastAPI) -> None:
         self.app = app
 
@@ -30,18 +33,14 @@ class InProcess:
         self,
         method: str,
         path: str,
-        *,
-        json: Any = None,
-        data: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> Answer:
-        """``json`` is sent with ``Content-Type: application/json``; ``data`` as given.
-        ``headers`` may override ``Host`` (default ``127.0.0.1:8080``)."""
-        sent = {"host": LOOPBACK}
-        body = data or b""
-        if json is not None:
-            body = orjson.dumps(json)
+        body: bytes | None = None,
+        headers: Mapping[str, str | None] | None = None,
+    ) -> AsgiAnswer:
+        """``headers`` are added to (or, given None, taken from) the defaults: ``Host:
+        127.0.0.1``, and ``Content-Type: application/json`` on a body or a state change."""
+        path, _, query = path.partition("?")
+        sent: dict[str, str | None] = {"host": "127.0.0.1"}
+        if body is not None or method != "GET":
             sent["content-type"] = "application/json"
         sent |= {k.lower(): v for k, v in (headers or {}).items()}
         scope = {
@@ -52,24 +51,23 @@ class InProcess:
             "scheme": "http",
             "path": path,
             "raw_path": path.encode(),
+            "query_string": query.encode(),
+            "headers": [(k.encode(), v.encode()) for k, v in sent.items() if v is not None],
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 80),
             "root_path": "",
-            "query_string": urlencode(params or {}).encode(),
-            "headers": [(k.encode(), v.encode()) for k, v in sent.items()],
-            "client": ("127.0.0.1", 50000),
-            "server": ("127.0.0.1", 8080),
+            "state": {},
         }
-        done = asyncio.Event()
-        delivered = False
+        sent = False
         status = 0
         chunks: list[bytes] = []
 
         async def receive() -> dict[str, Any]:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await done.wait()  # the client stays connected until the answer is complete
-            return {"type": "http.disconnect"}
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": body or b"", "more_body": False}
 
         async def send(message: dict[str, Any]) -> None:
             nonlocal status
@@ -78,26 +76,36 @@ class InProcess:
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            done.set()
+        await self.app(scope, receive, send)
         raw = b"".join(chunks)
         try:
-            parsed: Any = orjson.loads(raw) if raw else None
+            parsed = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
-            parsed = raw
-        return Answer(status, parsed)
+            parsed = raw  # not JSON (a dashboard file, say): as sent
+        return AsgiAnswer(status, parsed)
 
-    async def get(self, path: str, **kwargs: Any) -> Answer:
-        return await self.request("GET", path, **kwargs)
+    async def post(
+        self,
+        path: str,
+        json: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: Mapping[str, str | None] | None = None,
+    ) -> AsgiAnswer:
+        body = raw if raw is not None else orjson.dumps(json)
+        return await self.request("POST", path, body, headers)
 
-    async def post(self, path: str, json: Any = None, **kwargs: Any) -> Answer:
-        return await self.request("POST", path, json=json, **kwargs)
+    async def put(self, path: str, json: Any) -> AsgiAnswer:
+        return await self.request("PUT", path, orjson.dumps(json))
+
+    async def get(self, path: str, headers: Mapping[str, str | None] | None = None) -> AsgiAnswer:
+        return await self.request("GET", path, None, headers)
 
 
 @contextlib.asynccontextmanager
-async def running(app: FastAPI) -> AsyncIterator[InProcess]:
-    """The app with its lifespan (store opened, reaper started) for the block's duration."""
+async def serve_app(
+    database_url: str, *, clock: Clock | None = None, **settings: Any
+) -> AsyncIterator[AsgiApi]:
+    app = create_app(CoordinatorSettings(database_url=database_url, **settings), clock=clock)
     async with app.router.lifespan_context(app):
-        yield InProcess(app)
+        yield AsgiApi(app)

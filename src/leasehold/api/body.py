@@ -1,6 +1,7 @@
 """The route class of every leasehold route: guarded first, then strict JSON bodies.
 
-Bodies are declared as JSON (or undeclared), and NaN and Infinity are refused.
+Bodies are declared as JSON (or undeclared), and NaN, Infinity and integers beyond 64 bits
+are refused.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from leasehold.api.sameorigin import (
     is_json,
 )
 from leasehold.api.schemas import ErrorOut
+from leasehold.core.userjson import INT_MESSAGE, has_long_integer
 from leasehold.errors import UnsupportedMediaType
 
 
@@ -122,7 +124,13 @@ class StrictJSONRoute(APIRoute):
             check_content_type(request)
             if self.body_field is not None and not is_json(request.headers.get("content-type", "")):
                 raise UnsupportedMediaType()
-            return await handler(StrictJSONRequest(request.scope, request.receive))
+            strict = StrictJSONRequest(request.scope, request.receive)
+            if self.body_field is not None and has_long_integer(await strict.body()):
+                # Here, because the parser would round it to a float without a word.
+                raise RequestValidationError(
+                    [{"type": "int_out_of_range", "loc": ("body",), "msg": INT_MESSAGE}]
+                )
+            return await handler(strict)
 
         return strict_handler
 
