@@ -88,7 +88,11 @@ async def test_a_cross_site_state_change_is_refused(
 @pytest.mark.parametrize(
     "headers",
     [
-        {"origin": "http://127.0.0.1:8080", "sec-fetch-site": "same-origin"},  # the dashboard
+        {
+            "host": "127.0.0.1:8080",
+            "origin": "http://127.0.0.1:8080",
+            "sec-fetch-site": "same-origin",
+        },
         {"host": "localhost", "origin": "http://localhost"},
         {"sec-fetch-site": "none"},  # typed by the user
         {},  # not a browser: no Origin at all
