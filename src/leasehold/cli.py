@@ -130,8 +130,8 @@ def serve(
     tokens_file: Path | None = typer.Option(
         None,
         envvar="LEASEHOLD_TOKENS_FILE",
-        help="Bearer tokens: one `role:sha256hex` per line (roles: producer, worker, reader, admin;"
-        " `leasehold new-token ROLE` makes one). Tokens can also be given in clear in the"
+        help="Bearer tokens: one `role:sha256hex` per line (roles: producer, worker, reader,"
+        " metrics, admin; `leasehold new-token ROLE` makes one). Tokens can also be given in clear in the"
         " environment as LEASEHOLD_TOKENS=role=token,role=token (never as a flag: command"
         " lines are visible to every user). With neither, access is open and the"
         " coordinator only binds loopback.",
@@ -172,6 +172,12 @@ def serve(
         max=600,
         help="An idle connection is closed after this long without a request.",
     ),
+    max_waiting_polls: int = typer.Option(
+        4096,
+        envvar="LEASEHOLD_MAX_WAITING_POLLS",
+        min=0,
+        help="Long polls waiting at once, at most; past it a poll answers after one look.",
+    ),
 ) -> None:
     """Run the coordinator."""
     from leasehold.api.app import create_app
@@ -199,6 +205,7 @@ def serve(
         max_headers=max_headers,
         request_timeout_seconds=request_timeout_seconds,
         keep_alive_timeout_seconds=keep_alive_timeout_seconds,
+        max_waiting_polls=max_waiting_polls,
     )
     configure_logging(log_format, log_level)
     try:
@@ -228,7 +235,7 @@ def _configured_tokens(path: Path | None, env: str | None) -> tuple[HashedToken,
 
 @app.command("new-token")
 def new_token_command(
-    role: Role = typer.Argument(..., help="producer, worker, reader or admin"),
+    role: Role = typer.Argument(..., help="producer, worker, reader, metrics or admin"),
 ) -> None:
     """Make a random bearer token: prints the token (give it to the client, e.g. as
     LEASEHOLD_TOKEN) and then the line for the coordinator's tokens file."""

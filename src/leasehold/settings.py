@@ -52,3 +52,5 @@ class CoordinatorSettings:
     max_headers: int = MAX_HEADERS
     request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
     keep_alive_timeout_seconds: int = KEEP_ALIVE_TIMEOUT_SECONDS
+    # Long polls waiting at once; past it a poll answers after one look (no jobs: 204).
+    max_waiting_polls: int = 4096

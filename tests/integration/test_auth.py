@@ -27,9 +27,11 @@ TOKENS = {
     Role.WORKER: "worker-token-0123456789abcdef",
     Role.READER: "reader-token-0123456789abcdef",
     Role.ADMIN: "admin-token-0123456789abcdef",
+    Role.METRICS: "metrics-token-0123456789abcdef",
 }
 WRONG = "wrong-token-0123456789abcdef"
 PRODUCER, WORKER, READER, ADMIN = Role.PRODUCER, Role.WORKER, Role.READER, Role.ADMIN
+METRICS = Role.METRICS
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,8 @@ ENDPOINTS = [
         {"items": [{"id": 1, "token": 99, "error": "e"}]},
     ),
     endpoint("GET", "/jobs", {READER, ADMIN}, (200,)),
-    endpoint("GET", "/stats", {READER, ADMIN}, (200,)),
-    endpoint("GET", "/metrics", {READER, ADMIN}, (200,)),
+    endpoint("GET", "/stats", {READER, METRICS, ADMIN}, (200,)),
+    endpoint("GET", "/metrics", {READER, METRICS, ADMIN}, (200,)),
     endpoint("POST", "/jobs/{job_id}/requeue", {ADMIN}, (409,)),
     endpoint("POST", "/jobs/requeue", {ADMIN}, (200,), {"kind": "none"}),
     endpoint("POST", "/jobs/{job_id}/cancel", {PRODUCER, ADMIN}, (200,)),

@@ -47,6 +47,7 @@ def create_app(
         backoff=BackoffPolicy(settings.retry_base_seconds, settings.retry_max_seconds),
         rng=rng,
         max_payload_bytes=settings.max_payload_bytes,
+        max_waiting_polls=settings.max_waiting_polls,
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
@@ -72,6 +73,7 @@ def create_app(
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await service.close()
             await store.close()
 
     app = FastAPI(

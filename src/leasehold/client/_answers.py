@@ -12,6 +12,7 @@ import orjson
 
 from leasehold.errors import (
     Conflict,
+    CrossSite,
     Forbidden,
     IdempotencyConflict,
     InvalidRequest,
@@ -21,11 +22,13 @@ from leasehold.errors import (
     LeaseExpired,
     LeaseholdError,
     LimitNotFound,
+    MisdirectedRequest,
     NotFound,
     PayloadTooLarge,
     ReportConflict,
     ScheduleNotFound,
     StaleToken,
+    TooManyNames,
     Unauthorized,
     Unavailable,
     UnsupportedMediaType,
@@ -50,10 +53,13 @@ _BY_CODE: dict[str, type[LeaseholdError]] = {
         InvalidTransition,
         InvalidRequest,
         IdempotencyConflict,
+        TooManyNames,
         PayloadTooLarge,
         UnsupportedMediaType,
         Unauthorized,
         Forbidden,
+        CrossSite,
+        MisdirectedRequest,
         Unavailable,
     )
 }

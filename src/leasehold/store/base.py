@@ -206,6 +206,11 @@ class Store(Protocol):
         """Running jobs whose lease has run out, oldest expiry first."""
         ...
 
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        """The earliest run_after later than ``after`` among queued jobs: when the next job
+        becomes due as time passes (None: none will). Found without stepping over jobs."""
+        ...
+
     async def job_list(self, query: JobFilter) -> list[Job]:
         """Jobs ordered by id, after the cursor, filtered."""
         ...

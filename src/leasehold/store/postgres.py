@@ -543,6 +543,11 @@ class PostgresStore:
                 await conn.execute(_NOTIFY)
             return outcomes
 
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        async with self._connection() as conn:
+            earliest: datetime | None = await conn.fetchval(pick.NEXT_RUN_AFTER, after)
+        return earliest
+
     async def jobs_expired(self, limit: int) -> list[Expired]:
         async with self._connection() as conn:
             rows = await conn.fetch(
