@@ -14,7 +14,12 @@ from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
 from leasehold.demo import demo as _demo
 from leasehold.logs import configure_logging, configure_quiet_logging
-from leasehold.settings import MAX_PAYLOAD_BYTES, MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
+from leasehold.settings import (
+    MAX_PAYLOAD_BYTES,
+    MAX_SCHEDULE_GRACE_SECONDS,
+    MIN_LEASE_SECONDS,
+    CoordinatorSettings,
+)
 from leasehold.tokens import (
     HashedToken,
     Role,
@@ -53,6 +58,13 @@ def serve(
     ),
     default_lease_seconds: float = typer.Option(
         30.0, envvar="LEASEHOLD_DEFAULT_LEASE_SECONDS", min=0.001, max=86_400
+    ),
+    min_lease_seconds: float = typer.Option(
+        MIN_LEASE_SECONDS,
+        envvar="LEASEHOLD_MIN_LEASE_SECONDS",
+        min=0.001,
+        max=86_400,
+        help="Shortest lease a worker may ask for (shorter: 422).",
     ),
     retry_base_seconds: float = typer.Option(
         1.0, envvar="LEASEHOLD_RETRY_BASE_SECONDS", min=0, help="First retry delay."
@@ -114,6 +126,7 @@ def serve(
         port=port,
         database_url=database_url,
         default_lease_seconds=default_lease_seconds,
+        min_lease_seconds=min_lease_seconds,
         retry_base_seconds=retry_base_seconds,
         retry_max_seconds=retry_max_seconds,
         reap_interval_seconds=reap_interval_seconds,

@@ -12,6 +12,9 @@ from fastapi import FastAPI
 
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.limits import BodyLimit
+from leasehold.api.openapi import install_openapi
+from leasehold.api.protocol import ProtocolHeader
+from leasehold.api.protocol import router as protocol_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
@@ -80,6 +83,7 @@ def create_app(
     )
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestLog)
+    app.add_middleware(ProtocolHeader)
     app.state.settings = settings
     app.state.service = service
     app.state.authenticator = authenticator
@@ -88,5 +92,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(scheduling_router)
+    app.include_router(protocol_router)
     mount_dashboard(app)
+    install_openapi(app)
     return app

@@ -14,7 +14,15 @@ from typing import Any
 import orjson
 from fastapi import Response
 
-from leasehold.errors import JobNotFound, LeaseholdError, StaleToken
+from leasehold.errors import (
+    InvalidRequest,
+    JobCancelled,
+    JobNotFound,
+    LeaseExpired,
+    LeaseholdError,
+    PayloadTooLarge,
+    StaleToken,
+)
 from leasehold.model import Job
 
 _JSON = "application/json"
@@ -51,7 +59,25 @@ def job_wire(job: Job) -> dict[str, Any]:
 
 def lease_wire(job: Job) -> dict[str, Any]:
     """``schemas.LeaseOut``."""
-    return {"job": job_wire(job), "token": job.lease_token}
+    return {"job": job_wire(job), "token": job.lease_token, "lease_seconds": job.lease_seconds}
+
+
+# A batch item's verdict by the error it got, most specific first (PROTOCOL.md, "Errors").
+_VERDICTS: tuple[tuple[type[LeaseholdError], str], ...] = (
+    (JobNotFound, "not_found"),
+    (StaleToken, "stale"),
+    (JobCancelled, "cancelled"),
+    (LeaseExpired, "lost"),  # NotRunning included
+    (PayloadTooLarge, "rejected"),
+    (InvalidRequest, "rejected"),
+)
+
+
+def verdict_of(error: LeaseholdError) -> str:
+    for cls, verdict in _VERDICTS:
+        if isinstance(error, cls):
+            return verdict
+    return "conflict"
 
 
 def item_result_wire(job_id: int, answer: Job | LeaseholdError) -> dict[str, Any]:
@@ -60,6 +86,7 @@ def item_result_wire(job_id: int, answer: Job | LeaseholdError) -> dict[str, Any
         return {
             "id": job_id,
             "outcome": "ok",
+            "verdict": "ok",
             "error": None,
             "message": None,
             "job": job_wire(answer),
@@ -74,6 +101,7 @@ def item_result_wire(job_id: int, answer: Job | LeaseholdError) -> dict[str, Any
     return {
         "id": job_id,
         "outcome": outcome,
+        "verdict": verdict_of(answer),
         "error": answer.code,
         "message": answer.message,
         "job": None,

@@ -25,7 +25,7 @@ from leasehold.core.transitions import (
     decide_release,
     decide_renew,
     decide_requeue,
-    request_fingerprint,
+    normalized_fingerprints,
 )
 from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
 from leasehold.metrics import Metrics
@@ -61,22 +61,25 @@ class Enqueue:
     queue: str | None = None
 
     def new_job(self) -> NewJob:
+        canonical, earlier = normalized_fingerprints(
+            self.kind,
+            self.payload,
+            self.max_attempts,
+            self.run_after,
+            self.priority,
+            self.queue,
+            default_max_attempts=DEFAULT_MAX_ATTEMPTS,
+        )
         return NewJob(
             kind=self.kind,
             payload=self.payload,
             max_attempts=self.max_attempts or DEFAULT_MAX_ATTEMPTS,
             run_after=self.run_after,
             idempotency_key=self.idempotency_key,
-            request_hash=request_fingerprint(
-                self.kind,
-                self.payload,
-                self.max_attempts,
-                self.run_after,
-                self.priority,
-                self.queue,
-            ),
+            request_hash=canonical,
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
+            also_matches=earlier,
         )
 
 
@@ -296,11 +299,14 @@ class JobService:
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
         gone: Callable[[], Awaitable[bool]] | None = None,
+        request_id: str | None = None,
     ) -> list[Job]:
         """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
 
         ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
         long poll asks it before each new look, so that no job is leased to nobody.
+        ``request_id``: a retry of a request with this id (same worker) gets the leases
+        the first one made instead of new ones (store.base.LeaseRequest).
         """
         request = LeaseRequest(
             worker_id,
@@ -308,6 +314,7 @@ class JobService:
             tuple(kinds) if kinds is not None else None,
             max_jobs,
             tuple(queues) if queues is not None else None,
+            request_id,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds

@@ -28,6 +28,7 @@ from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched
 from leasehold.store.base import (
@@ -419,7 +420,7 @@ class PostgresStore:
                 f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = $1", new.idempotency_key
             )
         )
-        if compare and existing.request_hash != new.request_hash:
+        if compare and not new.matches(existing.request_hash):
             # The key itself is not quoted: it is client input (DESIGN.md §10).
             raise IdempotencyConflict(
                 f"the idempotency key was used for job {existing.id} with a different request"
@@ -448,14 +449,40 @@ class PostgresStore:
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
         kinds = list(dict.fromkeys(request.kinds)) if request.kinds is not None else None
         queues = list(dict.fromkeys(request.queues)) if request.queues is not None else None
+        if request.request_id is not None:
+            return await self._lease_once(request, kinds, queues)
+        async with self._connection() as conn:
+            rows = await self._lease_rows(conn, request, kinds, queues)
+        return sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+
+    async def _lease_rows(
+        self,
+        conn: asyncpg.Connection,
+        request: LeaseRequest,
+        kinds: list[str] | None,
+        queues: list[str] | None,
+    ) -> list[asyncpg.Record]:
         sql = pick.lease_sql(kinds=kinds is not None, queues=queues is not None, capped=False)
         args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
         args += [a for a in (kinds, queues) if a is not None]
-        async with self._connection() as conn:
-            rows = await conn.fetch(sql, *args)
-            if rows[0]["limited"]:
-                rows = await self._lease_capped(conn, request, kinds, queues)
-        return sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+        rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
+        if rows[0]["limited"]:
+            rows = await self._lease_capped(conn, request, kinds, queues)
+        return rows
+
+    async def _lease_once(
+        self, request: LeaseRequest, kinds: list[str] | None, queues: list[str] | None
+    ) -> list[Job]:
+        """A lease with a request id: replayed if the id was seen, else leased and recorded
+        in one transaction."""
+        async with self._transaction() as conn:
+            replayed = await lease_ids.replay(conn, request, _COLUMNS)
+            if replayed is not None:
+                return sorted((_job(r) for r in replayed), key=lease_order)
+            rows = await self._lease_rows(conn, request, kinds, queues)
+            jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+            await lease_ids.remember(conn, request, jobs)
+        return jobs
 
     async def _lease_capped(
         self,
