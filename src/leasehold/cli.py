@@ -12,6 +12,7 @@ import typer
 from leasehold import admin as _admin
 from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
+from leasehold.conformance import commands as _conformance
 from leasehold.demo import demo as _demo
 from leasehold.logs import configure_logging, configure_quiet_logging
 from leasehold.settings import (
@@ -264,3 +265,4 @@ def main() -> None:
 # Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.
 _admin.register(app)
 app.command()(_demo)
+_conformance.register(app)
