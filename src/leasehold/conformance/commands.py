@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
+from pathlib import Path
 
 import typer
 
@@ -28,5 +30,39 @@ def conformance(
     raise typer.Exit(0 if all(r.passed for r in results) else 1)
 
 
+def certify_worker(
+    command: list[str] = typer.Argument(
+        ..., metavar="-- CMD [ARGS]...", help="The worker command under test."
+    ),
+    also: list[str] = typer.Option(  # typer reads its options from defaults
+        [],
+        "--with",
+        help="Another worker command (a shell-quoted string) run alongside: a mixed run.",
+    ),
+    keep: Path | None = typer.Option(
+        None, help="Keep the database and the processes' logs in this folder."
+    ),
+) -> None:
+    """Certify a worker: start a coordinator on a temporary SQLite file, run CMD against a
+    scripted workload with faults (a cancelled job, SIGKILL, SIGSTOP past the lease, stale
+    reports), and check the invariants: no job lost, one accepted outcome per job from the
+    current token, the cancellation honoured, a graceful SIGTERM. Exit status 1 on a failure.
+
+    CMD gets LEASEHOLD_URL, LEASEHOLD_KINDS, LEASEHOLD_WORKER_ID, LEASEHOLD_LEASE_SECONDS and
+    LEASEHOLD_CONCURRENCY in its environment, and must handle the kinds cert.echo,
+    cert.sleep and cert.flaky (PROTOCOL.md §11)."""
+    from leasehold.conformance.certify import certify_in_temp
+
+    commands = [command, *(shlex.split(c) for c in also)]
+    checks = certify_in_temp(commands, keep)
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        typer.echo(f"{'PASS' if c.passed else 'FAIL'}  {c.name:<{width}}  {c.detail}")
+    failed = sum(not c.passed for c in checks)
+    typer.echo(f"{len(checks) - failed} passed, {failed} failed")
+    raise typer.Exit(0 if failed == 0 else 1)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(conformance)
+    app.command("certify-worker")(certify_worker)
