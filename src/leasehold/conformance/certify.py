@@ -55,10 +55,6 @@ class Run:
             answer = await self.wire.post("/jobs", planned.enqueue_body(n))
             self.ids.append(int(answer.expect(201, what="enqueue").body["id"]))
 
-    async def held_by(self, worker: Worker) -> list[dict[str, Any]]:
-        running = await _jobs(self.wire, "running")
-        return [j for j in running if j["lease_owner"] == worker.worker_id]
-
     async def faults(self) -> None:
         first = self.fleet.workers[0]
         target = self.ids[0]
@@ -81,18 +77,28 @@ class Run:
         await _until("a sixth of the jobs to complete", some_done, 30)
         self.fleet.signal(first, signal.SIGKILL)
         self.events.append(f"SIGKILL {first.worker_id}")
-        paused = self.fleet.start(self.commands[0])
+        self.fleet.start(first.command)
+        await self.pause_a_holder()
+
+    async def pause_a_holder(self) -> None:
+        """SIGSTOP a live worker that holds a job, past its lease; start another of its
+        command to take the job over, then SIGCONT it (its late reports are stale)."""
+        paused: list[Worker] = []
 
         async def holding() -> bool:
-            return bool(await self.held_by(paused))
+            running = await _jobs(self.wire, "running")
+            owners = {j["lease_owner"] for j in running if j["id"] != self.ids[0]}
+            paused[:] = [w for w in self.fleet.workers if w.alive and w.worker_id in owners]
+            return bool(paused)
 
-        await _until(f"{paused.worker_id} to hold a job", holding, 30)
-        self.fleet.signal(paused, signal.SIGSTOP)
-        self.events.append(f"SIGSTOP {paused.worker_id} for {LEASE_SECONDS * 2:g} s")
-        self.fleet.start(self.commands[0])  # takes over what the paused one held
+        await _until("a worker to hold a job", holding, 30)
+        victim = paused[-1]
+        self.fleet.signal(victim, signal.SIGSTOP)
+        self.events.append(f"SIGSTOP {victim.worker_id} for {LEASE_SECONDS * 2:g} s")
+        self.fleet.start(victim.command)  # takes over what the paused one held
         await asyncio.sleep(LEASE_SECONDS * 2)  # the fault itself: a pause past the lease
-        self.fleet.signal(paused, signal.SIGCONT)
-        self.events.append(f"SIGCONT {paused.worker_id}")
+        self.fleet.signal(victim, signal.SIGCONT)
+        self.events.append(f"SIGCONT {victim.worker_id}")
 
     async def finished(self) -> bool:
         states = {j["id"]: j["status"] for j in await _jobs(self.wire)}

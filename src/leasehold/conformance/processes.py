@@ -55,8 +55,13 @@ def start_coordinator(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 @dataclass
 class Worker:
     worker_id: str
+    command: list[str]
     proc: subprocess.Popen[bytes]
     exit_code: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
 
 @dataclass
@@ -80,7 +85,7 @@ class Fleet:
         log = (self.folder / f"{worker_id}.log").open("wb")
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
-        worker = Worker(worker_id, proc)
+        worker = Worker(worker_id, command, proc)
         self.workers.append(worker)
         return worker
 

@@ -28,8 +28,8 @@ def workload(scale: int = 1) -> list[Planned]:
     jobs = [Planned("cert.sleep", {"ms": CANCEL_MS}, None)]
     for n in range(30 * scale):
         jobs.append(Planned("cert.echo", {"n": n}, {"echo": {"n": n}}))
-    for n in range(20 * scale):
-        ms = 200 + 50 * (n % 5)
+    for n in range(30 * scale):
+        ms = 400 + 100 * (n % 5)
         jobs.append(Planned("cert.sleep", {"ms": ms}, {"slept": ms}))
     for n in range(10 * scale):
         jobs.append(Planned("cert.flaky", {"fail_times": 1 + n % 2}, {"ok": True}))
