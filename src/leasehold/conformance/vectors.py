@@ -87,7 +87,7 @@ async def fencing(ctx: Ctx) -> None:
     job_id, old, _ = await ctx.lease_one(kind)
     (await ctx.report(job_id, "release", {"token": old})).expect(200, what="release")
     _, new, _ = await ctx.lease_one(kind)
-    check(new == old + 1, f"second lease token {new}, expected {old + 1}")
+    check(new > old, f"second lease token {new} is not above the first ({old})")
     for verb, body in (
         ("complete", {"token": old, "result": "stale"}),
         ("fail", {"token": old, "error": "stale"}),

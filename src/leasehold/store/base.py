@@ -66,6 +66,9 @@ class LeaseRequest:
     kinds: tuple[str, ...] | None  # None: any kind
     max_jobs: int = 1
     queues: tuple[str, ...] | None = None  # None: any queue
+    # Called with the leased jobs before the lease commits; if it raises, the lease is
+    # rolled back and the error raised: no job is leased that its answer cannot carry.
+    seal: Callable[[Sequence[Job]], None] | None = field(default=None, compare=False)
     # The worker's id for this request: a retry with the same (worker_id, request_id)
     # within LEASE_REQUEST_WINDOW_SECONDS gets the leases the first one made, not new ones.
     request_id: str | None = None
@@ -85,6 +88,12 @@ class JobFilter:
     status: JobStatus | None = None
     kind: str | None = None
     after_id: int | None = None  # cursor: jobs with a larger id
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptPage:
+    after_token: int | None = None  # cursor: attempts with a larger token
     limit: int = 100
 
 
@@ -193,13 +202,14 @@ class Store(Protocol):
         """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
         run_after, then lowest id; never more running jobs of a kind than its limit.
 
-        Each leased job gets lease_token + 1, attempts + 1, status running, the lease's
-        owner and expiry, and a new attempt record; all in one statement per job set.
+        Each leased job gets a new lease token (``next_lease_token``), attempts + 1,
+        status running, the lease's owner and expiry, and a new attempt record; all in one
+        statement per job set. ``request.seal`` is called before the commit.
 
         With a ``request_id`` seen from the same worker within the window, nothing new is
         leased: the answer is the jobs that request got that are still running under the
-        tokens it got (possibly none). Otherwise the jobs leased are recorded under the id,
-        in the same transaction.
+        tokens it got (possibly none; ``seal`` is called on them too). Otherwise the jobs
+        leased are recorded under the id, in the same transaction.
         """
         ...
 
@@ -223,8 +233,9 @@ class Store(Protocol):
         """Ids of dead jobs matching the filter, ordered by id."""
         ...
 
-    async def attempts_list(self, job_id: int) -> list[Attempt]:
-        """The job's lease history, oldest first."""
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        """The job's lease history, oldest first (tokens increase); one page of it, after
+        the page's cursor, when ``page`` is given."""
         ...
 
     async def counts_by_status(self) -> dict[JobStatus, int]:

@@ -32,6 +32,7 @@ from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched
 from leasehold.store.base import (
+    AttemptPage,
     DeadFilter,
     Decide,
     Expired,
@@ -117,7 +118,7 @@ _WRITE: Final = (
     "WITH written AS ("
     " UPDATE jobs SET status = $4, attempts = $5, run_after = $6, lease_owner = $7,"
     " lease_expires_at = $8, lease_seconds = $9, finished_at = $10, result = $11,"
-    " last_error = $12, report = $13, cancel_requested = $19"
+    " last_error = $12, report = $13, cancel_requested = $19, releases = $20"
     " WHERE $14 AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
     "), closed AS ("
     " UPDATE attempts SET outcome = $15, finished_at = $16, error = $17"
@@ -153,6 +154,7 @@ def _job(row: asyncpg.Record) -> Job:
         priority=row["priority"],
         queue=row["queue"],
         cancel_requested=row["cancel_requested"],
+        releases=row["releases"],
     )
 
 
@@ -228,6 +230,7 @@ async def _write(
         None if completed else after.last_error,
         tally.json() if tally else "[]",
         after.cancel_requested,
+        after.releases,
     )
     if written != outcome.changed:  # the row is locked: refuse rather than half-apply
         raise Unavailable(f"job {before.id} changed under a guarded write")
@@ -257,7 +260,9 @@ def _translated() -> Iterator[None]:
         log.warning("store.unavailable", error=f"{type(exc).__name__}: {exc}")
         raise Unavailable(f"database unavailable: {type(exc).__name__}: {exc}") from exc
     except _UNSTORABLE as exc:
-        raise InvalidRequest(f"PostgreSQL cannot store a value of this request: {exc}") from exc
+        # The database's message quotes the offending bytes: input is never echoed.
+        log.info("store.unstorable", error=type(exc).__name__)
+        raise InvalidRequest("the database cannot store a value of this request") from exc
 
 
 class PostgresStore:
@@ -449,40 +454,31 @@ class PostgresStore:
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
         kinds = list(dict.fromkeys(request.kinds)) if request.kinds is not None else None
         queues = list(dict.fromkeys(request.queues)) if request.queues is not None else None
-        if request.request_id is not None:
-            return await self._lease_once(request, kinds, queues)
-        async with self._connection() as conn:
-            rows = await self._lease_rows(conn, request, kinds, queues)
-        return sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
-
-    async def _lease_rows(
-        self,
-        conn: asyncpg.Connection,
-        request: LeaseRequest,
-        kinds: list[str] | None,
-        queues: list[str] | None,
-    ) -> list[asyncpg.Record]:
         sql = pick.lease_sql(kinds=kinds is not None, queues=queues is not None, capped=False)
         args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
         args += [a for a in (kinds, queues) if a is not None]
-        rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
-        if rows[0]["limited"]:
-            rows = await self._lease_capped(conn, request, kinds, queues)
-        return rows
-
-    async def _lease_once(
-        self, request: LeaseRequest, kinds: list[str] | None, queues: list[str] | None
-    ) -> list[Job]:
-        """A lease with a request id: replayed if the id was seen, else leased and recorded
-        in one transaction."""
-        async with self._transaction() as conn:
-            replayed = await lease_ids.replay(conn, request, _COLUMNS)
+        async with self._connection() as conn, conn.transaction():
+            replayed = await self._replayed(conn, request)
             if replayed is not None:
-                return sorted((_job(r) for r in replayed), key=lease_order)
-            rows = await self._lease_rows(conn, request, kinds, queues)
-            jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
-            await lease_ids.remember(conn, request, jobs)
+                jobs = replayed
+            else:
+                rows = await conn.fetch(sql, *args)
+                if rows[0]["limited"]:
+                    rows = await self._lease_capped(conn, request, kinds, queues)
+                jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+                if request.request_id is not None:
+                    await lease_ids.remember(conn, request, jobs)
+            if request.seal is not None:
+                request.seal(jobs)  # raising rolls the lease back
         return jobs
+
+    @staticmethod
+    async def _replayed(conn: asyncpg.Connection, request: LeaseRequest) -> list[Job] | None:
+        """The leases a request with this id made before (PROTOCOL.md §5), or None."""
+        if request.request_id is None:
+            return None
+        rows = await lease_ids.replay(conn, request, _COLUMNS)
+        return None if rows is None else sorted((_job(r) for r in rows), key=lease_order)
 
     async def _lease_capped(
         self,
@@ -602,12 +598,16 @@ class PostgresStore:
         async with self._connection() as conn:
             return [r["id"] for r in await conn.fetch(sql, *params)]
 
-    async def attempts_list(self, job_id: int) -> list[Attempt]:
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        page = page or AttemptPage(limit=0)
         async with self._connection() as conn:
             rows = await conn.fetch(
                 "SELECT job_id, token, worker_id, leased_at, finished_at, outcome, error"
-                " FROM attempts WHERE job_id = $1 ORDER BY token",
+                " FROM attempts WHERE job_id = $1 AND token > $2 ORDER BY token"
+                " LIMIT nullif($3, 0)",  # LIMIT NULL: no limit
                 job_id,
+                page.after_token or 0,
+                page.limit,
             )
         return [
             Attempt(
