@@ -106,6 +106,8 @@ class AsgiApi:
 async def serve_app(
     database_url: str, *, clock: Clock | None = None, **settings: Any
 ) -> AsyncIterator[AsgiApi]:
+    # Leases of a fraction of a second show expiry quickly (the default minimum is 1 s).
+    settings = {"min_lease_seconds": 0.01, **settings}
     app = create_app(CoordinatorSettings(database_url=database_url, **settings), clock=clock)
     async with app.router.lifespan_context(app):
         yield AsgiApi(app)

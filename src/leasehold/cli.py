@@ -12,6 +12,7 @@ import typer
 from leasehold import admin as _admin
 from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
+from leasehold.conformance import commands as _conformance
 from leasehold.credentials import (
     TOKEN_FILE_HELP,
     TOKEN_HELP,
@@ -26,6 +27,7 @@ from leasehold.settings import (
     MAX_HEADERS,
     MAX_PAYLOAD_BYTES,
     MAX_SCHEDULE_GRACE_SECONDS,
+    MIN_LEASE_SECONDS,
     REQUEST_TIMEOUT_SECONDS,
     CoordinatorSettings,
     SqliteSynchronous,
@@ -84,6 +86,13 @@ def serve(
     ),
     default_lease_seconds: float = typer.Option(
         30.0, envvar="LEASEHOLD_DEFAULT_LEASE_SECONDS", min=0.001, max=86_400
+    ),
+    min_lease_seconds: float = typer.Option(
+        MIN_LEASE_SECONDS,
+        envvar="LEASEHOLD_MIN_LEASE_SECONDS",
+        min=0.001,
+        max=86_400,
+        help="Shortest lease a worker may ask for (shorter: 422).",
     ),
     retry_base_seconds: float = typer.Option(
         1.0, envvar="LEASEHOLD_RETRY_BASE_SECONDS", min=0, help="First retry delay."
@@ -190,6 +199,7 @@ def serve(
         port=port,
         database_url=database_url,
         default_lease_seconds=default_lease_seconds,
+        min_lease_seconds=min_lease_seconds,
         retry_base_seconds=retry_base_seconds,
         retry_max_seconds=retry_max_seconds,
         reap_interval_seconds=reap_interval_seconds,
@@ -352,3 +362,4 @@ def main() -> None:
 # Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.
 _admin.register(app)
 app.command()(_demo)
+_conformance.register(app)

@@ -57,6 +57,7 @@ def endpoint(
 ENDPOINTS = [
     endpoint("GET", "/health", None, (200,)),
     endpoint("GET", "/health/ready", None, (200,)),
+    endpoint("GET", "/protocol", None, (200,)),
     endpoint("GET", "/openapi.json", None, (200,)),
     endpoint("GET", "/docs", None, (200,)),
     endpoint("GET", "/redoc", None, (200,)),
@@ -70,6 +71,7 @@ ENDPOINTS = [
     endpoint("GET", "/jobs/{job_id}", {PRODUCER, WORKER, READER, ADMIN}, (200,)),
     endpoint("GET", "/jobs/{job_id}/attempts", {PRODUCER, READER, ADMIN}, (200,)),
     endpoint("POST", "/lease", {WORKER, ADMIN}, (204,), {"worker_id": "w", "kinds": ["none"]}),
+    endpoint("POST", "/leases", {WORKER, ADMIN}, (204,), {"worker_id": "w", "kinds": ["none"]}),
     endpoint("POST", "/jobs/{job_id}/renew", {WORKER, ADMIN}, (409,), {"token": 99}),
     endpoint("POST", "/jobs/{job_id}/complete", {WORKER, ADMIN}, (409,), {"token": 99}),
     endpoint("POST", "/jobs/{job_id}/fail", {WORKER, ADMIN}, (409,), {"token": 99, "error": "e"}),

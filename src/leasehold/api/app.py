@@ -14,6 +14,9 @@ from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.health import router as health_router
 from leasehold.api.limits import BodyLimit, route_caps
+from leasehold.api.openapi import install_openapi
+from leasehold.api.protocol import ProtocolHeader
+from leasehold.api.protocol import router as protocol_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
@@ -90,6 +93,7 @@ def create_app(
         routes=route_caps(settings.max_body_bytes, settings.max_payload_bytes),
     )
     app.add_middleware(RequestLog)
+    app.add_middleware(ProtocolHeader)
     app.state.settings = settings
     app.state.service = service
     app.state.authenticator = authenticator
@@ -99,6 +103,8 @@ def create_app(
     app.include_router(router)
     app.include_router(health_router)
     app.include_router(scheduling_router)
+    app.include_router(protocol_router)
     mount_dashboard(app)
     mount_docs(app)
+    install_openapi(app)
     return app
