@@ -199,7 +199,9 @@ async def test_batch_reports_answer_each_item_with_the_single_calls_error(client
     assert isinstance(renewed[1].error, StaleToken)
     with pytest.raises(StaleToken):
         renewed[1].job_or_raise()
-    assert renewed[0].job_or_raise().lease_expires_at == renewed[0].job.lease_expires_at
+    renewed_job = renewed[0].job
+    assert renewed_job is not None
+    assert renewed[0].job_or_raise().lease_expires_at == renewed_job.lease_expires_at
     done = await client.complete_many(
         [
             CompleteItem(a.job.id, a.token, "a"),

@@ -67,7 +67,7 @@ async def scripted_scenario(
         await advance(0.2)
 
     async def reaped() -> bool:
-        return (await api.job(expired_id))["status"] == "queued"
+        return bool((await api.job(expired_id))["status"] == "queued")
 
     await eventually(reaped)
     return {"a": a_ids, "b": b_ids, "expired": expired_id}
