@@ -13,8 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from leasehold.core.transitions import Outcome
-from leasehold.model import Job
+from leasehold.model import Job, Outcome
 
 _TIME_BUCKETS = (
     0.001,
