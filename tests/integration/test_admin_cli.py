@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 import structlog
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from leasehold.cli import app
 from leasehold.client import SyncClient

@@ -14,6 +14,9 @@ from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.health import router as health_router
 from leasehold.api.limits import BodyLimit, route_caps
+from leasehold.api.openapi import install_openapi
+from leasehold.api.protocol import ProtocolHeader
+from leasehold.api.protocol import router as protocol_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
@@ -47,6 +50,7 @@ def create_app(
         backoff=BackoffPolicy(settings.retry_base_seconds, settings.retry_max_seconds),
         rng=rng,
         max_payload_bytes=settings.max_payload_bytes,
+        max_waiting_polls=settings.max_waiting_polls,
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
@@ -72,6 +76,7 @@ def create_app(
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await service.close()
             await store.close()
 
     app = FastAPI(
@@ -88,6 +93,7 @@ def create_app(
         routes=route_caps(settings.max_body_bytes, settings.max_payload_bytes),
     )
     app.add_middleware(RequestLog)
+    app.add_middleware(ProtocolHeader)
     app.state.settings = settings
     app.state.service = service
     app.state.authenticator = authenticator
@@ -97,6 +103,8 @@ def create_app(
     app.include_router(router)
     app.include_router(health_router)
     app.include_router(scheduling_router)
+    app.include_router(protocol_router)
     mount_dashboard(app)
     mount_docs(app)
+    install_openapi(app)
     return app
