@@ -14,7 +14,12 @@ from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
 from leasehold.demo import demo as _demo
 from leasehold.logs import configure_logging, configure_quiet_logging
-from leasehold.settings import MAX_PAYLOAD_BYTES, MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
+from leasehold.settings import (
+    MAX_ANSWER_BYTES,
+    MAX_PAYLOAD_BYTES,
+    MAX_SCHEDULE_GRACE_SECONDS,
+    CoordinatorSettings,
+)
 from leasehold.tokens import (
     HashedToken,
     Role,
@@ -108,6 +113,12 @@ def serve(
         min=0,
         help="Long polls waiting at once, at most; past it a poll answers after one look.",
     ),
+    max_answer_bytes: int = typer.Option(
+        MAX_ANSWER_BYTES,
+        envvar="LEASEHOLD_MAX_ANSWER_BYTES",
+        min=1,
+        help="Jobs' JSON in one answer: a GET /jobs page or a batch lease stops before it.",
+    ),
 ) -> None:
     """Run the coordinator."""
     from leasehold.api.app import create_app
@@ -132,6 +143,7 @@ def serve(
         allow_open_access=allow_open_access,
         max_payload_bytes=max_payload_bytes,
         max_waiting_polls=max_waiting_polls,
+        max_answer_bytes=max_answer_bytes,
     )
     configure_logging(log_format, log_level)
     serve_app(create_app(settings), settings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import structlog
 
 from leasehold.core import answer
 from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.budget import MAX_ANSWER_BYTES, OverBudget, budget_seal
 from leasehold.core.duetimer import DueTimer
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
@@ -38,6 +40,7 @@ from leasehold.store.base import (
     Decide,
     Inserted,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -235,6 +238,7 @@ class JobService:
         rng: random.Random | None = None,
         max_payload_bytes: int | None = None,
         max_waiting_polls: int = DEFAULT_MAX_WAITING_POLLS,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
@@ -242,6 +246,7 @@ class JobService:
         self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
         self.max_waiting_polls = max_waiting_polls
+        self.max_answer_bytes = max_answer_bytes
         self.due = DueTimer(
             store.job_next_run_after, store.now, self.wakeup.notify, self.wakeup.__len__
         )
@@ -357,7 +362,7 @@ class JobService:
             tuple(kinds) if kinds is not None else None,
             max_jobs,
             tuple(queues) if queues is not None else None,
-            seal=answer.seal,
+            seal=budget_seal(self.max_answer_bytes),
         )
         loop = asyncio.get_running_loop()
         if wait_seconds > 0 and len(self.wakeup) >= self.max_waiting_polls:
@@ -370,7 +375,7 @@ class JobService:
         while True:
             waiter = self.wakeup.register(request, gone) if wait_seconds > 0 else None
             try:
-                jobs = await self.store.job_lease(request)
+                jobs = await self._lease_within_budget(request)
                 remaining = deadline - loop.time()
                 if jobs or remaining <= 0 or waiter is None or self.stopping:
                     break
@@ -392,6 +397,15 @@ class JobService:
             log.debug("job.leased", **_fields(job))
         self.metrics.leased(jobs)
         return jobs
+
+    async def _lease_within_budget(self, request: LeaseRequest) -> list[Job]:
+        """Lease; if the jobs would not fit in the answer's budget, that lease is rolled
+        back and made again for as many as fitted (others may be picked by then)."""
+        while True:
+            try:
+                return await self.store.job_lease(request)
+            except OverBudget as over:
+                request = dataclasses.replace(request, max_jobs=over.fit)
 
     async def renew(self, job_id: int, token: int, lease_seconds: float | None = None) -> Job:
         return _raise_or_job(await self.renew_many([Renew(job_id, token, lease_seconds)]))
@@ -461,7 +475,7 @@ class JobService:
             raise JobNotFound(f"no job has id {job_id}")
         return job
 
-    async def list_jobs(self, query: JobFilter) -> list[Job]:
+    async def list_jobs(self, query: JobFilter) -> JobList:
         return await self.store.job_list(query)
 
     async def stats(self) -> Stats:
