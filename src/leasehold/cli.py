@@ -119,6 +119,18 @@ def serve(
         min=1,
         help="Jobs' JSON in one answer: a GET /jobs page or a batch lease stops before it.",
     ),
+    max_kinds: int = typer.Option(
+        1000,
+        envvar="LEASEHOLD_MAX_KINDS",
+        min=1,
+        help="Distinct job kinds accepted; a job of one more kind is refused (422).",
+    ),
+    max_queues: int = typer.Option(
+        100,
+        envvar="LEASEHOLD_MAX_QUEUES",
+        min=1,
+        help="Distinct queues accepted; a job in one more queue is refused (422).",
+    ),
 ) -> None:
     """Run the coordinator."""
     from leasehold.api.app import create_app
@@ -144,6 +156,8 @@ def serve(
         max_payload_bytes=max_payload_bytes,
         max_waiting_polls=max_waiting_polls,
         max_answer_bytes=max_answer_bytes,
+        max_kinds=max_kinds,
+        max_queues=max_queues,
     )
     configure_logging(log_format, log_level)
     serve_app(create_app(settings), settings)

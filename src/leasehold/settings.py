@@ -44,3 +44,6 @@ class CoordinatorSettings:
     max_waiting_polls: int = 4096
     # An answer carrying jobs (a page of GET /jobs, a batch lease) stops before this.
     max_answer_bytes: int = MAX_ANSWER_BYTES
+    # Distinct kinds and queues accepted (names already known always are): 422 beyond.
+    max_kinds: int = 1000
+    max_queues: int = 100

@@ -19,6 +19,8 @@ from leasehold.core import answer
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.budget import MAX_ANSWER_BYTES, OverBudget, budget_seal
 from leasehold.core.duetimer import DueTimer
+from leasehold.core.figures import FiguresCache
+from leasehold.core.names import MAX_KINDS, MAX_QUEUES, NameCaps
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
@@ -239,6 +241,8 @@ class JobService:
         max_payload_bytes: int | None = None,
         max_waiting_polls: int = DEFAULT_MAX_WAITING_POLLS,
         max_answer_bytes: int = MAX_ANSWER_BYTES,
+        max_kinds: int = MAX_KINDS,
+        max_queues: int = MAX_QUEUES,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
@@ -247,6 +251,8 @@ class JobService:
         self.wakeup = Wakeup()
         self.max_waiting_polls = max_waiting_polls
         self.max_answer_bytes = max_answer_bytes
+        self.names = NameCaps(store.names_known, max_kinds, max_queues)
+        self._figures = FiguresCache(self._compute_stats)
         self.due = DueTimer(
             store.job_next_run_after, store.now, self.wakeup.notify, self.wakeup.__len__
         )
@@ -306,6 +312,7 @@ class JobService:
         # and checked strings): an enqueue cannot fail after its commit.
         answer.seal(answer.provisional(r.kind, r.payload) for r in requests)
         new_jobs = [r.new_job() for r in requests]
+        await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
         claimed = await self._claim_waiters([j for j in new_jobs if j.run_after is None])
         handed = 0
         if claimed:
@@ -326,6 +333,7 @@ class JobService:
             # logging; the attempt history keeps who leased what and when.
             log.debug("job.enqueued", **_fields(job))
         self.metrics.enqueued(created)
+        self._figures.changed()
         return inserted
 
     async def _claim_waiters(self, due: Sequence[NewJob]) -> list[Waiter]:
@@ -396,6 +404,8 @@ class JobService:
         for job in jobs:
             log.debug("job.leased", **_fields(job))
         self.metrics.leased(jobs)
+        if jobs:
+            self._figures.changed()
         return jobs
 
     async def _lease_within_budget(self, request: LeaseRequest) -> list[Job]:
@@ -479,6 +489,11 @@ class JobService:
         return await self.store.job_list(query)
 
     async def stats(self) -> Stats:
+        """The figures, computed at most once a second however many ask (and at once
+        after a change made here); the long tail of kinds and queues folded into other."""
+        return await self._figures.get()
+
+    async def _compute_stats(self) -> Stats:
         return summarize(await self.store.stats(WINDOWS))
 
     async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
@@ -567,6 +582,7 @@ class JobService:
                 self.wakeup.notify_matching(outcome.job.kind, outcome.job.queue)
             self._arm_if_queued(outcome)
         self.wakeup.notify(available)
+        self._figures.changed()
         return answers
 
     def _arm_if_queued(self, outcome: Outcome) -> None:

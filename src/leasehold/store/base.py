@@ -216,6 +216,11 @@ class Store(Protocol):
         """Running jobs whose lease has run out, oldest expiry first."""
         ...
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        """The distinct kinds and queues jobs have ever had in this database (their counts
+        are kept even at zero), for the caps on distinct names."""
+        ...
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         """The earliest run_after later than ``after`` among queued jobs: when the next job
         becomes due as time passes (None: none will). Found without stepping over jobs."""

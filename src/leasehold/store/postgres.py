@@ -548,6 +548,15 @@ class PostgresStore:
                 await conn.execute(_NOTIFY)
             return outcomes
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        # The job counts are kept as deltas under 'jobs:<status>' per kind and queue.
+        async with self._connection() as conn:
+            kinds = await conn.fetch("SELECT DISTINCT kind FROM counters WHERE name LIKE 'jobs:%'")
+            queues = await conn.fetch(
+                "SELECT DISTINCT queue FROM counters WHERE name LIKE 'jobs:%' AND queue <> ''"
+            )
+        return {r["kind"] for r in kinds}, {r["queue"] for r in queues}
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         async with self._connection() as conn:
             earliest: datetime | None = await conn.fetchval(pick.NEXT_RUN_AFTER, after)

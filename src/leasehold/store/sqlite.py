@@ -590,6 +590,14 @@ class SqliteStore:
 
         return await self._call(op)
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        def op(conn: sqlite3.Connection) -> tuple[set[str], set[str]]:
+            kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM job_counts")}
+            queues = {q for (q,) in conn.execute("SELECT DISTINCT queue FROM job_counts")}
+            return kinds, queues
+
+        return await self._read(op)
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         return await self._read(lambda conn: _dt(next_run_after(conn, after.timestamp())))
 
