@@ -7,7 +7,7 @@ whose requests go straight to the ASGI app, so a test can also patch the app's m
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,18 +58,18 @@ class AsgiApi:
             "root_path": "",
             "state": {},
         }
-        sent = False
+        delivered = False
         status = 0
         chunks: list[bytes] = []
 
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
+        async def receive() -> MutableMapping[str, Any]:
+            nonlocal delivered
+            if delivered:
                 return {"type": "http.disconnect"}
-            sent = True
+            delivered = True
             return {"type": "http.request", "body": body or b"", "more_body": False}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -106,6 +106,8 @@ class AsgiApi:
 async def serve_app(
     database_url: str, *, clock: Clock | None = None, **settings: Any
 ) -> AsyncIterator[AsgiApi]:
+    # Leases of a fraction of a second show expiry quickly (the default minimum is 1 s).
+    settings = {"min_lease_seconds": 0.01, **settings}
     app = create_app(CoordinatorSettings(database_url=database_url, **settings), clock=clock)
     async with app.router.lifespan_context(app):
         yield AsgiApi(app)

@@ -10,6 +10,7 @@ The tree::
     ├── Conflict                the job's state forbids the request      (409)
     │   ├── StaleToken          a newer lease exists, or the token was never issued
     │   ├── LeaseExpired        the lease ran out or is no longer held
+    │   │   └── NotRunning      this lease already reported (completed, failed, released)
     │   ├── ReportConflict      a different outcome was already reported under this token
     │   ├── InvalidTransition   e.g. requeue of a job that is not dead
     │   └── JobCancelled        the job was cancelled (or is being cancelled)
@@ -86,6 +87,13 @@ class LeaseExpired(Conflict):
     """The lease has run out or is no longer held."""
 
     code = "lease_expired"
+
+
+class NotRunning(LeaseExpired):
+    """The job is not running under this lease any more: its holder already reported
+    (completed, failed or released) under this token."""
+
+    code = "not_running"
 
 
 class ReportConflict(Conflict):

@@ -41,7 +41,7 @@ async def service_on(database_url: str) -> AsyncIterator[Callable[..., JobServic
         store = open_store(database_url, clock=clock)
         await store.open()
         stores.append(store)
-        service = JobService(CountingStore(store), **kwargs)  # type: ignore[arg-type]
+        service = JobService(CountingStore(store), **kwargs)
         made.append(service)
         return service
 

@@ -25,6 +25,9 @@ class Transport:
             self.headers["Authorization"] = f"Bearer {token}"
         self.timeout_seconds = timeout_seconds
         self.max_connections = max_connections
+        # Whether leases carry a request id: False once a coordinator older than protocol
+        # 1.1 refused the field (shared by a client and its views: one coordinator).
+        self.lease_ids = True
         self._session: aiohttp.ClientSession | None = None
 
     def session(self) -> aiohttp.ClientSession:

@@ -31,9 +31,15 @@ from leasehold.core.transitions import (
     decide_release,
     decide_renew,
     decide_requeue,
-    request_fingerprint,
+    normalized_fingerprints,
 )
-from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
+from leasehold.errors import (
+    JobNotFound,
+    LeaseholdError,
+    LimitNotFound,
+    PayloadTooLarge,
+    Unavailable,
+)
 from leasehold.metrics import Metrics
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
@@ -69,22 +75,25 @@ class Enqueue:
     queue: str | None = None
 
     def new_job(self) -> NewJob:
+        canonical, earlier = normalized_fingerprints(
+            self.kind,
+            self.payload,
+            self.max_attempts,
+            self.run_after,
+            self.priority,
+            self.queue,
+            default_max_attempts=DEFAULT_MAX_ATTEMPTS,
+        )
         return NewJob(
             kind=self.kind,
             payload=self.payload,
             max_attempts=self.max_attempts or DEFAULT_MAX_ATTEMPTS,
             run_after=self.run_after,
             idempotency_key=self.idempotency_key,
-            request_hash=request_fingerprint(
-                self.kind,
-                self.payload,
-                self.max_attempts,
-                self.run_after,
-                self.priority,
-                self.queue,
-            ),
+            request_hash=canonical,
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
+            also_matches=earlier,
         )
 
 
@@ -358,11 +367,14 @@ class JobService:
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
         gone: Callable[[], Awaitable[bool]] | None = None,
+        request_id: str | None = None,
     ) -> list[Job]:
         """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
 
         ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
         long poll asks it before each new look, so that no job is leased to nobody.
+        ``request_id``: a retry of a request with this id (same worker) gets the leases
+        the first one made instead of new ones (store.base.LeaseRequest).
         """
         request = LeaseRequest(
             worker_id,
@@ -371,6 +383,7 @@ class JobService:
             max_jobs,
             tuple(queues) if queues is not None else None,
             seal=budget_seal(self.max_answer_bytes),
+            request_id=request_id,
         )
         loop = asyncio.get_running_loop()
         if wait_seconds > 0 and len(self.wakeup) >= self.max_waiting_polls:
@@ -487,6 +500,13 @@ class JobService:
 
     async def list_jobs(self, query: JobFilter) -> JobList:
         return await self.store.job_list(query)
+
+    async def ready(self, timeout_seconds: float) -> None:
+        """Raise Unavailable unless the store answers a cheap statement in time."""
+        try:
+            await asyncio.wait_for(self.store.ping(), timeout_seconds)
+        except TimeoutError:
+            raise Unavailable(f"the database did not answer within {timeout_seconds:g} s") from None
 
     async def stats(self) -> Stats:
         """The figures, computed at most once a second however many ask (and at once

@@ -27,6 +27,7 @@ from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import sqlite_lease_ids as lease_ids
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
     AttemptPage,
@@ -374,7 +375,7 @@ class SqliteStore:
                 fresh.append(new)
                 continue
             seen = known[key] if key in known else fresh[pending[key]]
-            if compare and seen.request_hash != new.request_hash:
+            if compare and not new.matches(seen.request_hash):
                 # The key itself is not quoted: it is client input (DESIGN.md §10).
                 used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
                 raise IdempotencyConflict(
@@ -476,6 +477,13 @@ class SqliteStore:
 
     def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
         now = self._clock.now().timestamp()
+        if request.request_id is not None:
+            replayed = lease_ids.replay(conn, request, now, _COLUMNS, _job)
+            if replayed is not None:
+                held = sorted(replayed, key=lease_order)
+                if request.seal is not None:
+                    request.seal(held)
+                return held
         ids = pick(conn, request, now)
         if not ids:
             return []
@@ -510,6 +518,8 @@ class SqliteStore:
             # Wait: from when the job became available to now.
             tally.add("leased", job.kind, max(0.0, now - job.run_after.timestamp()))
         tally.write(conn)
+        if request.request_id is not None:
+            lease_ids.remember(conn, request, jobs, now)
         if request.seal is not None:
             request.seal(jobs)  # raising rolls this lease back (its savepoint)
         return jobs
@@ -667,6 +677,15 @@ class SqliteStore:
             ]
 
         return await self._read(op)
+
+    async def ping(self) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            # On the writer thread, inside its write transaction: it answers only when a
+            # write could be made (the database not locked by another process, the disk
+            # answering).
+            conn.execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchall()
+
+        await self._call(op)
 
     async def counts_by_status(self) -> dict[JobStatus, int]:
         def op(conn: sqlite3.Connection) -> dict[JobStatus, int]:
