@@ -36,7 +36,8 @@ class NoAnswer extends Error {} // network error, timeout or 5xx: may be retried
 
 async function call(method, path, body, timeoutSeconds = 10) {
   const headers = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // Every change declares JSON, with a body or without one: the coordinator requires it.
+  if (body !== undefined || method !== "GET") headers["Content-Type"] = "application/json";
   if (config.token) headers.Authorization = `Bearer ${config.token}`;
   let response;
   try {

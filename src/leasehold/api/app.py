@@ -51,6 +51,9 @@ def create_app(
         rng=rng,
         max_payload_bytes=settings.max_payload_bytes,
         max_waiting_polls=settings.max_waiting_polls,
+        max_answer_bytes=settings.max_answer_bytes,
+        max_kinds=settings.max_kinds,
+        max_queues=settings.max_queues,
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)

@@ -89,6 +89,16 @@ class JobFilter:
     kind: str | None = None
     after_id: int | None = None  # cursor: jobs with a larger id
     limit: int = 100
+    # Stop the page before the jobs' payloads and results (as stored JSON) pass this many
+    # bytes; the first job is always included. None: no budget.
+    max_bytes: int | None = None
+    summary: bool = False  # leave payload and result out (not even read): None in the jobs
+
+
+class JobList(list[Job]):
+    """A page of jobs; ``cut``: it stopped at its byte budget and more jobs follow."""
+
+    cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,13 +236,18 @@ class Store(Protocol):
         """Running jobs whose lease has run out, oldest expiry first."""
         ...
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        """The distinct kinds and queues jobs have ever had in this database (their counts
+        are kept even at zero), for the caps on distinct names."""
+        ...
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         """The earliest run_after later than ``after`` among queued jobs: when the next job
         becomes due as time passes (None: none will). Found without stepping over jobs."""
         ...
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
-        """Jobs ordered by id, after the cursor, filtered."""
+    async def job_list(self, query: JobFilter) -> JobList:
+        """Jobs ordered by id, after the cursor, filtered, within the byte budget."""
         ...
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:

@@ -39,6 +39,7 @@ from leasehold.store.base import (
     Inserted,
     InsertedAndLeased,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -71,6 +72,8 @@ _GUARDED_WRITE: Final = (
     " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
+# A job list's columns without payload and result (JSON null and SQL NULL in their place).
+_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null',").replace(" result,", " NULL,")
 # The index that serves a job list, by (status given, kind given).
 _LIST_INDEXES: Final = {
     (False, False): "",
@@ -597,10 +600,18 @@ class SqliteStore:
 
         return await self._call(op)
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        def op(conn: sqlite3.Connection) -> tuple[set[str], set[str]]:
+            kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM job_counts")}
+            queues = {q for (q,) in conn.execute("SELECT DISTINCT queue FROM job_counts")}
+            return kinds, queues
+
+        return await self._read(op)
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         return await self._read(lambda conn: _dt(next_run_after(conn, after.timestamp())))
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
+    async def job_list(self, query: JobFilter) -> JobList:
         where: list[str] = ["id > ?"]
         params: list[object] = [query.after_id or 0]
         if query.status is not None:
@@ -612,10 +623,22 @@ class SqliteStore:
         # Named, because without ANALYZE statistics SQLite may walk the primary key in id
         # order and filter every row; each filter has an index ending in id.
         index = _LIST_INDEXES[query.status is not None, query.kind is not None]
-        sql = f"SELECT {_COLUMNS} FROM jobs {index} WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
-        return await self._read(
-            lambda conn: [_job(r) for r in conn.execute(sql, [*params, query.limit])]
-        )
+        columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
+        sql = f"SELECT {columns} FROM jobs {index} WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+
+        def op(conn: sqlite3.Connection) -> JobList:
+            page = JobList()
+            spent = 0
+            # Row by row, so a page over its budget is never read whole into memory.
+            for row in conn.execute(sql, [*params, query.limit]):
+                spent += len(row[2]) + len(row[16] or "")
+                if query.max_bytes is not None and spent > query.max_bytes and page:
+                    page.cut = True
+                    break
+                page.append(_job(row))
+            return page
+
+        return await self._read(op)
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:
         where: list[str] = ["status = 'dead'"]
