@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from leasehold.api.auth import (
     ADMIN,
+    FIGURES,
     HISTORY_READERS,
     JOB_READERS,
     PRODUCER,
@@ -82,6 +83,7 @@ _WORKER = [Depends(WORKER)]
 _JOB_READERS = [Depends(JOB_READERS)]
 _HISTORY_READERS = [Depends(HISTORY_READERS)]
 _READERS = [Depends(READERS)]
+_FIGURES = [Depends(FIGURES)]
 _ADMIN = [Depends(ADMIN)]
 
 
@@ -108,7 +110,7 @@ async def health() -> Health:
     return Health(status="ok")
 
 
-@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_READERS)
+@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_FIGURES)
 async def stats(request: Request) -> Response:
     figures = await service_of(request).stats()
     return reply(StatsOut.model_validate(dataclasses.asdict(figures)))
@@ -121,7 +123,7 @@ async def stats(request: Request) -> Response:
         200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"},
         **errors(),
     },
-    dependencies=_READERS,
+    dependencies=_FIGURES,
 )
 async def metrics(request: Request) -> Response:
     service = service_of(request)

@@ -12,6 +12,7 @@ import orjson
 
 from leasehold.errors import (
     Conflict,
+    CrossSite,
     Forbidden,
     IdempotencyConflict,
     InvalidRequest,
@@ -21,12 +22,14 @@ from leasehold.errors import (
     LeaseExpired,
     LeaseholdError,
     LimitNotFound,
+    MisdirectedRequest,
     NotFound,
     NotRunning,
     PayloadTooLarge,
     ReportConflict,
     ScheduleNotFound,
     StaleToken,
+    TooManyNames,
     Unauthorized,
     Unavailable,
     UnsupportedMediaType,
@@ -52,10 +55,13 @@ _BY_CODE: dict[str, type[LeaseholdError]] = {
         InvalidTransition,
         InvalidRequest,
         IdempotencyConflict,
+        TooManyNames,
         PayloadTooLarge,
         UnsupportedMediaType,
         Unauthorized,
         Forbidden,
+        CrossSite,
+        MisdirectedRequest,
         Unavailable,
     )
 }

@@ -52,7 +52,9 @@ class Transport:
         timeout_seconds: float,
     ) -> Any:
         """One HTTP exchange: the parsed JSON answer (None for an empty one), or an error."""
-        if body is not None:
+        if body is not None or method != "GET":
+            # Also without a body: the coordinator refuses a state-changing request that
+            # does not declare JSON (what a cross-site HTML form cannot do).
             headers = {**headers, "Content-Type": "application/json"}
         try:
             async with self.session().request(

@@ -16,6 +16,7 @@ import structlog
 
 from leasehold.core import answer
 from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.duetimer import DueTimer
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
@@ -28,7 +29,13 @@ from leasehold.core.transitions import (
     decide_requeue,
     normalized_fingerprints,
 )
-from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
+from leasehold.errors import (
+    JobNotFound,
+    LeaseholdError,
+    LimitNotFound,
+    PayloadTooLarge,
+    Unavailable,
+)
 from leasehold.metrics import Metrics
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
@@ -46,8 +53,8 @@ from leasehold.store.base import (
 log = structlog.get_logger("leasehold")
 
 DEFAULT_MAX_ATTEMPTS = 5
-# While a long poll waits, it also looks again this often, for jobs whose run_after passes.
-_POLL_RECHECK_SECONDS = 0.5
+# Long polls waiting at once, at most; beyond, a poll answers after one look (DESIGN.md §9).
+DEFAULT_MAX_WAITING_POLLS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +142,10 @@ class Wakeup:
 
     def __init__(self) -> None:
         self._waiters: collections.deque[Waiter] = collections.deque()
+        self.on_register: Callable[[], None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._waiters)
 
     def notify(self, n: int | None = None) -> None:
         left = len(self._waiters) if n is None else n
@@ -143,6 +154,19 @@ class Wakeup:
             if not waiter.future.done():
                 waiter.future.set_result(None)
                 left -= 1
+
+    def notify_matching(self, kind: str, queue: str) -> None:
+        """Wake the longest-waiting lessee that would lease a job of this kind and queue."""
+        for waiter in self._waiters:
+            request = waiter.request
+            if waiter.future.done() or not waiter.waiting:
+                continue
+            if (request.kinds is None or kind in request.kinds) and (
+                request.queues is None or queue in request.queues
+            ):
+                self._waiters.remove(waiter)
+                waiter.future.set_result(None)
+                return
 
     def claim(self, due: Sequence[NewJob]) -> list[Waiter]:
         """Waiting lessees that would lease some of these jobs (kind and queue), longest
@@ -179,6 +203,8 @@ class Wakeup:
         while the lessee is still looking is not lost."""
         waiter = Waiter(request, asyncio.get_running_loop().create_future(), gone)
         self._waiters.append(waiter)
+        if self.on_register is not None:
+            self.on_register()
         return waiter
 
     def forget(self, waiter: Waiter) -> None:
@@ -217,15 +243,38 @@ class JobService:
         backoff: BackoffPolicy | None = None,
         rng: random.Random | None = None,
         max_payload_bytes: int | None = None,
+        max_waiting_polls: int = DEFAULT_MAX_WAITING_POLLS,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
         self.rng = rng or random.Random()
         self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
+        self.max_waiting_polls = max_waiting_polls
+        self.due = DueTimer(
+            store.job_next_run_after, store.now, self.wakeup.notify, self.wakeup.__len__
+        )
+        self.wakeup.on_register = self._start_due_timer
+        self._due_task: asyncio.Task[None] | None = None
         self.metrics = Metrics()
         self.stopping = False
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
+
+    def _start_due_timer(self) -> None:
+        """The timer runs while polls wait; its task is made by the first of them."""
+        if self._due_task is None or self._due_task.done():
+            self._due_task = asyncio.get_running_loop().create_task(
+                self.due.run(), name="leasehold-due-timer"
+            )
+        self.due.poll_registered()
+
+    async def close(self) -> None:
+        """Stop the due timer's task (the coordinator is shutting down)."""
+        if self._due_task is not None:
+            self._due_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._due_task
+            self._due_task = None
 
     def stop_waiting(self) -> None:
         """The coordinator is shutting down: long polls answer now (with whatever they
@@ -275,6 +324,7 @@ class JobService:
             inserted = await self.store.job_insert_many(new_jobs)
         created = [i.job for i in inserted if i.created]
         self.wakeup.notify(max(0, len(created) - handed))
+        self.due.arm(min((j.run_after for j in created), default=None))
         for job in created:
             # Debug, as job.leased: per job per step, they would double a busy coordinator's
             # logging; the attempt history keeps who leased what and when.
@@ -323,6 +373,11 @@ class JobService:
             request_id=request_id,
         )
         loop = asyncio.get_running_loop()
+        if wait_seconds > 0 and len(self.wakeup) >= self.max_waiting_polls:
+            # Each waiting poll holds a connection and a place in the wake-up queue; past
+            # the cap it gets one look, like a poll that does not wait.
+            log.debug("lease.waiters_full", worker_id=worker_id, waiting=len(self.wakeup))
+            wait_seconds = 0.0
         deadline = loop.time() + wait_seconds
         waiting = False
         while True:
@@ -335,12 +390,13 @@ class JobService:
                 if not waiting:
                     waiting = True
                     log.debug("lease.waiting", worker_id=worker_id, wait_seconds=wait_seconds)
-                handed = await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
+                # No timer of its own: an event, or the coordinator's due timer, wakes it.
+                handed = await self.wakeup.wait(waiter, remaining)
                 if handed:
                     jobs = handed
                     break
-                if gone is not None and await gone():
-                    jobs = []
+                if (gone is not None and await gone()) or not waiter.future.done():
+                    jobs = []  # hung up, or its time ran out with nothing waking it
                     break
             finally:
                 if waiter is not None:
@@ -421,6 +477,13 @@ class JobService:
     async def list_jobs(self, query: JobFilter) -> list[Job]:
         return await self.store.job_list(query)
 
+    async def ready(self, timeout_seconds: float) -> None:
+        """Raise Unavailable unless the store answers a cheap statement in time."""
+        try:
+            await asyncio.wait_for(self.store.ping(), timeout_seconds)
+        except TimeoutError:
+            raise Unavailable(f"the database did not answer within {timeout_seconds:g} s") from None
+
     async def stats(self) -> Stats:
         return summarize(await self.store.stats(WINDOWS))
 
@@ -440,6 +503,7 @@ class JobService:
     async def limit_put(self, kind: str, max_running: int) -> KindLimit:
         limit = await self.store.limit_put(kind, max_running)
         log.info("limit.set", kind=kind, max_running=max_running)
+        self.wakeup.notify()  # a raised limit lets jobs held back by it be leased now
         return limit
 
     async def limit_delete(self, kind: str) -> None:
@@ -460,6 +524,7 @@ class JobService:
             if outcome is not None and outcome.changed:
                 moved += 1
                 self.metrics.decided(outcome)
+                self.due.arm(outcome.job.run_after)
         self.wakeup.notify(moved)
         log.info("jobs.requeued", count=moved)
         return moved
@@ -476,6 +541,8 @@ class JobService:
         for outcome in reaped:
             _log_outcome(outcome, outcome.job.lease_token)
             self.metrics.decided(outcome)
+            self._arm_if_queued(outcome)
+        # An expiry also frees its kind's room under a concurrency limit.
         self.wakeup.notify(len(reaped))
         return len(reaped)
 
@@ -500,8 +567,17 @@ class JobService:
             answers.append(outcome.error or outcome.job)
             # A retry still in its backoff wakes a lessee for nothing; that costs one read.
             available += outcome.changed and outcome.job.status is JobStatus.QUEUED
+            if outcome.changed and outcome.attempt is not None:
+                # An attempt that ended frees room under its kind's concurrency limit, if
+                # it has one: a lessee of that kind looks again.
+                self.wakeup.notify_matching(outcome.job.kind, outcome.job.queue)
+            self._arm_if_queued(outcome)
         self.wakeup.notify(available)
         return answers
+
+    def _arm_if_queued(self, outcome: Outcome) -> None:
+        if outcome.changed and outcome.job.status is JobStatus.QUEUED:
+            self.due.arm(outcome.job.run_after)
 
 
 def _raise_or_job(answers: list[Job | LeaseholdError]) -> Job:

@@ -225,6 +225,11 @@ class Store(Protocol):
         """Running jobs whose lease has run out, oldest expiry first."""
         ...
 
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        """The earliest run_after later than ``after`` among queued jobs: when the next job
+        becomes due as time passes (None: none will). Found without stepping over jobs."""
+        ...
+
     async def job_list(self, query: JobFilter) -> list[Job]:
         """Jobs ordered by id, after the cursor, filtered."""
         ...
@@ -236,6 +241,11 @@ class Store(Protocol):
     async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         """The job's lease history, oldest first (tokens increase); one page of it, after
         the page's cursor, when ``page`` is given."""
+        ...
+
+    async def ping(self) -> None:
+        """One cheap statement along the path writes take (the readiness check); raises
+        Unavailable when the database cannot answer."""
         ...
 
     async def counts_by_status(self) -> dict[JobStatus, int]:

@@ -558,6 +558,11 @@ class PostgresStore:
                 await conn.execute(_NOTIFY)
             return outcomes
 
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        async with self._connection() as conn:
+            earliest: datetime | None = await conn.fetchval(pick.NEXT_RUN_AFTER, after)
+        return earliest
+
     async def jobs_expired(self, limit: int) -> list[Expired]:
         async with self._connection() as conn:
             rows = await conn.fetch(
@@ -621,6 +626,10 @@ class PostgresStore:
             )
             for r in rows
         ]
+
+    async def ping(self) -> None:
+        async with self._connection() as conn:
+            await conn.fetchval("SELECT 1")
 
     async def counts_by_status(self) -> dict[JobStatus, int]:
         """Counted from the jobs themselves (the ground truth the kept counts must match)."""

@@ -48,7 +48,8 @@ from leasehold.store.base import (
     scheduled_job,
 )
 from leasehold.store.migrations import migrations
-from leasehold.store.sqlite_pick import PLAIN, oldest_available, pick
+from leasehold.store.sqlite_pick import next_run_after, oldest_available, pick
+from leasehold.store.sqlite_read import Readers
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
@@ -70,6 +71,13 @@ _GUARDED_WRITE: Final = (
     " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
+# The index that serves a job list, by (status given, kind given).
+_LIST_INDEXES: Final = {
+    (False, False): "",
+    (True, False): "INDEXED BY jobs_status",
+    (False, True): "INDEXED BY jobs_kind",
+    (True, True): "INDEXED BY jobs_kind_status",
+}
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -200,6 +208,7 @@ class SqliteStore:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tokens = _TokenCounter()
+        self._readers: Readers | None = None
 
     # -- the writer thread ------------------------------------------------------------
 
@@ -211,8 +220,13 @@ class SqliteStore:
         )
         self._thread.start()
         await ready
+        if self._path not in ("", ":memory:") and not self._path.startswith("file:"):
+            self._readers = Readers(self._path)  # after the writer has migrated the file
 
     async def close(self) -> None:
+        if self._readers is not None:
+            await asyncio.to_thread(self._readers.close)
+            self._readers = None
         if self._thread is None:
             return
         self._queue.put(_STOP)
@@ -306,6 +320,13 @@ class SqliteStore:
             failure = Unavailable(f"database error: {exc}")
             return [(future, None, failure) for _, future in batch]
         return answers
+
+    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """A read: on a reader connection, off the writer thread (an in-memory database
+        has no other connection to read it from)."""
+        if self._readers is None:
+            return await self._call(op)
+        return await self._readers.read(op)
 
     async def _call(self, op: Callable[[sqlite3.Connection], T]) -> T:
         (future,) = self._submit([op])
@@ -461,21 +482,20 @@ class SqliteStore:
                     request.seal(held)
                 return held
         ids = pick(conn, request, now)
-        if ids == []:
+        if not ids:
             return []
         # The ids as one parameter, so the statement text never changes: SQLite then
         # reuses its compiled form (compiling it anew costs more than running it).
-        chosen = PLAIN if ids is None else "SELECT value FROM json_each(:ids)"
         # Tokens are coordinator-wide: every lease's is above every token issued before.
         (self._tokens.last,) = conn.execute("SELECT last FROM lease_tokens").fetchone()
         rows = conn.execute(
             "UPDATE jobs SET status = 'running', lease_token = next_lease_token(),"
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
-            f" WHERE id IN ({chosen}) AND status = 'queued' RETURNING {_COLUMNS}",
+            " WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'queued'"
+            f" RETURNING {_COLUMNS}",
             {
                 "ids": orjson.dumps(ids).decode(),
-                "n": request.max_jobs,
                 "now": now,
                 "owner": request.worker_id,
                 "expires": now + request.lease_seconds,
@@ -506,7 +526,7 @@ class SqliteStore:
             row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
             return _job(row) if row is not None else None
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
         return await self._call(lambda conn: self._decide(conn, items))
@@ -577,6 +597,9 @@ class SqliteStore:
 
         return await self._call(op)
 
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        return await self._read(lambda conn: _dt(next_run_after(conn, after.timestamp())))
+
     async def job_list(self, query: JobFilter) -> list[Job]:
         where: list[str] = ["id > ?"]
         params: list[object] = [query.after_id or 0]
@@ -586,8 +609,11 @@ class SqliteStore:
         if query.kind is not None:
             where.append("kind = ?")
             params.append(query.kind)
-        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
-        return await self._call(
+        # Named, because without ANALYZE statistics SQLite may walk the primary key in id
+        # order and filter every row; each filter has an index ending in id.
+        index = _LIST_INDEXES[query.status is not None, query.kind is not None]
+        sql = f"SELECT {_COLUMNS} FROM jobs {index} WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        return await self._read(
             lambda conn: [_job(r) for r in conn.execute(sql, [*params, query.limit])]
         )
 
@@ -601,7 +627,7 @@ class SqliteStore:
             where.append("instr(last_error, ?) > 0")
             params.append(query.error_contains)
         sql = f"SELECT id FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
-        return await self._call(
+        return await self._read(
             lambda conn: [i for (i,) in conn.execute(sql, [*params, query.limit])]
         )
 
@@ -627,7 +653,16 @@ class SqliteStore:
                 for r in rows
             ]
 
-        return await self._call(op)
+        return await self._read(op)
+
+    async def ping(self) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            # On the writer thread, inside its write transaction: it answers only when a
+            # write could be made (the database not locked by another process, the disk
+            # answering).
+            conn.execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchall()
+
+        await self._call(op)
 
     async def counts_by_status(self) -> dict[JobStatus, int]:
         def op(conn: sqlite3.Connection) -> dict[JobStatus, int]:
@@ -636,7 +671,7 @@ class SqliteStore:
                 counts[JobStatus(status)] = n
             return counts
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def stats(self, windows: Sequence[int]) -> StatsSnapshot:
         def op(conn: sqlite3.Connection) -> StatsSnapshot:
@@ -666,7 +701,7 @@ class SqliteStore:
                 now, dict(counts), totals, window_sums, _dt(oldest), dict(queue_counts)
             )
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def prune(self, keep_seconds: int) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -680,7 +715,7 @@ class SqliteStore:
             rows = conn.execute("SELECT name, kind, value FROM counters")
             return {(name, kind): value for name, kind, value in rows}
 
-        return await self._call(op)
+        return await self._read(op)
 
     # -- schedules and limits -----------------------------------------------------------
 
@@ -690,10 +725,10 @@ class SqliteStore:
         )
 
     async def schedule_get(self, name: str) -> Schedule | None:
-        return await self._call(lambda conn: sched.schedule_get(conn, name))
+        return await self._read(lambda conn: sched.schedule_get(conn, name))
 
     async def schedule_list(self) -> list[Schedule]:
-        return await self._call(sched.schedule_list)
+        return await self._read(sched.schedule_list)
 
     async def schedule_delete(self, name: str) -> bool:
         return await self._call(lambda conn: sched.schedule_delete(conn, name))
@@ -719,7 +754,7 @@ class SqliteStore:
         return await self._call(lambda conn: sched.limit_delete(conn, kind))
 
     async def limit_list(self) -> list[KindLimit]:
-        return await self._call(sched.limit_list)
+        return await self._read(sched.limit_list)
 
 
 def _deliver(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
