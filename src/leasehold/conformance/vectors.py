@@ -163,10 +163,13 @@ async def lease_idempotency(ctx: Ctx) -> None:
 
     check(len(held(first)) == 2, "max_jobs 2 did not lease 2")
     check(held(again) == held(first), f"retry got {held(again)}, first {held(first)}")
-    other = (await ctx.lease(kind, max_jobs=5, request_id=f"{ctx.prefix}-r2")).expect(
-        200, what="another request id"
-    )
+    # POST /leases: the one-shape route, same rules.
+    body = {"worker_id": f"{ctx.prefix}-w", "kinds": [kind], "request_id": f"{ctx.prefix}-r2"}
+    other = (await ctx.wire.post("/leases", body)).expect(200, what="POST /leases")
     check(len(other.body["leases"]) == 1, "a new request id did not lease the rest")
+    (await ctx.wire.post("/leases", {**body, "request_id": f"{ctx.prefix}-r3"})).expect(
+        204, what="POST /leases with nothing left"
+    )
 
 
 async def batches(ctx: Ctx) -> None:
