@@ -80,6 +80,7 @@ class Job:
     # Set by a cancel of a running job: its holder is told at its next renew, and its next
     # report (or the reaper) ends it as cancelled. Stays set on the cancelled job.
     cancel_requested: bool = False
+    releases: int = 0  # times the job was released; the first few give the attempt back
 
     def replace(self, **changes: Any) -> Job:
         """A copy with some fields changed (jobs are immutable values)."""
@@ -97,6 +98,12 @@ class Attempt:
     finished_at: datetime | None
     outcome: AttemptOutcome
     error: str | None = None
+
+
+# /stats and /metrics name this many kinds (and queues), the largest by job count; the rest
+# are added up under OTHER, so that thousands of names cannot make them huge.
+TOP_NAMES = 50
+OTHER = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +163,10 @@ class Firing:
     missed: bool = False  # some fire times passed while no scheduler ran
 
 
+RESERVED_KEY_PREFIX = "schedule:"
+"""Idempotency keys the scheduler uses; producers may not (they could claim a run first)."""
+
+
 def schedule_idempotency_key(name: str, fire_time: datetime) -> str:
     """One job per schedule and fire time, however many coordinators try."""
-    return f"schedule:{name}:{fire_time.astimezone(UTC).isoformat()}"
+    return f"{RESERVED_KEY_PREFIX}{name}:{fire_time.astimezone(UTC).isoformat()}"

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from leasehold.errors import InvalidRequest
+from leasehold.model import RESERVED_KEY_PREFIX as RESERVED_KEY_PREFIX
 
 # The schedule's data types live in the model (the stores use them); named here as well.
 from leasehold.model import CatchUp as CatchUp
