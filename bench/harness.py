@@ -103,7 +103,11 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
         os.kill(pid, sig)
 
 
-def start_coordinator(log_dir: Path, synchronous: str, log_level: str = "info") -> tuple[Proc, str]:
+def start_coordinator(
+    log_dir: Path, synchronous: str, log_level: str = "info", database_url: str | None = None
+) -> tuple[Proc, str]:
+    """``leasehold serve`` on a free port: on SQLite in ``log_dir`` unless ``database_url``
+    names another database (PostgreSQL)."""
     port = free_port()
     proc = Proc(
         "coordinator",
@@ -115,7 +119,7 @@ def start_coordinator(log_dir: Path, synchronous: str, log_level: str = "info") 
             "--port",
             str(port),
             "--database-url",
-            f"sqlite:///{log_dir / 'leasehold.db'}",
+            database_url or f"sqlite:///{log_dir / 'leasehold.db'}",
             "--sqlite-synchronous",
             synchronous,
             "--log-format",

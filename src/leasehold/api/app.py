@@ -11,6 +11,7 @@ import structlog
 from fastapi import FastAPI
 
 from leasehold.api.errors import install_error_handlers
+from leasehold.api.fastpath import FastEnqueue
 from leasehold.api.limits import BodyLimit
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
@@ -78,6 +79,7 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
+    app.add_middleware(FastEnqueue)  # innermost: the body limit and the log still apply
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestLog)
     app.state.settings = settings

@@ -21,7 +21,8 @@ from leasehold.errors import UnsupportedMediaType
 _JSON = (b"content-type", b"application/json")
 
 
-def _is_json(content_type: str) -> bool:
+def is_json(content_type: str) -> bool:
+    """Whether a Content-Type declares JSON (application/json or application/*+json)."""
     mime = content_type.split(";", 1)[0].strip().lower()
     return mime == "application/json" or (
         mime.startswith("application/") and mime.endswith("+json")
@@ -112,7 +113,7 @@ class StrictJSONRoute(APIRoute):
                 content_type = request.headers.get("content-type")
                 if content_type is None:
                     scope = {**scope, "headers": [*scope["headers"], _JSON]}
-                elif not _is_json(content_type):
+                elif not is_json(content_type):
                     raise UnsupportedMediaType()
             return await handler(StrictJSONRequest(scope, request.receive))
 
