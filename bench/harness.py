@@ -70,14 +70,7 @@ class Proc:
 
     def tree(self) -> list[int]:
         """This process and its descendants (huey's worker processes)."""
-        found, pending = [], [self.pid]
-        while pending:
-            pid = pending.pop()
-            found.append(pid)
-            for task in Path(f"/proc/{pid}/task").glob("*"):
-                children = (task / "children").read_text().split()
-                pending.extend(int(c) for c in children)
-        return found
+        return process_tree(self.pid)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
         if self.popen.poll() is None:
@@ -87,6 +80,18 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait(10)
+
+
+def process_tree(root: int) -> list[int]:
+    """A process and its descendants."""
+    found, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            children = (task / "children").read_text().split()
+            pending.extend(int(c) for c in children)
+    return found
 
 
 def cpu_seconds(pids: Iterable[int]) -> float:

@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,7 @@ from bench.harness import (
     REPO,
     Proc,
     free_port,
+    process_tree,
     start_coordinator,
     start_leasehold_worker,
     wait_until,
@@ -113,6 +115,14 @@ class Servers:
         dsn: str = self._pg.create_database(name)
         return dsn
 
+    def pids(self, system: str) -> list[int]:
+        """The server processes ``system`` uses (their CPU counts as its own)."""
+        if system.endswith("-redis") and self._redis is not None:
+            return self._redis[0].tree()
+        if system.endswith("-pg") and self._pg is not None:
+            return process_tree(self._pg.pid)
+        return []
+
     def close(self) -> None:
         if self._redis is not None:
             self._redis[0].stop()
@@ -137,10 +147,13 @@ class System:
         """Enqueue one job, as an application would, and return once it is stored."""
         raise NotImplementedError
 
-    def load(self, jobs: int) -> None:
-        """Enqueue ``jobs`` jobs as fast as the system allows (batches where it has them)."""
+    def load(self, jobs: int) -> float:
+        """Enqueue ``jobs`` jobs as fast as the system allows (batches where it has them);
+        the rate its client API managed, jobs/s."""
+        started = time.perf_counter()
         for n in range(jobs):
             self.enqueue(n)
+        return jobs / (time.perf_counter() - started)
 
     def start_consumers(self, probe: dict[str, str], workers: int, concurrency: int) -> None:
         """Start consumers that run jobs ``concurrency`` at a time in ``workers`` processes
@@ -174,7 +187,7 @@ class Leasehold(System):
     def enqueue(self, tag: Any) -> None:
         self.loop.run_until_complete(self.client.enqueue("bench", tag))
 
-    def load(self, jobs: int) -> None:
+    def load(self, jobs: int) -> float:
         from leasehold.client import NewJob
 
         async def send(batch: list[NewJob]) -> None:
@@ -190,7 +203,9 @@ class Leasehold(System):
             )
 
         gate = asyncio.Semaphore(4)
+        started = time.perf_counter()
         self.loop.run_until_complete(everything())
+        return jobs / (time.perf_counter() - started)
 
     def start_consumers(self, probe: dict[str, str], workers: int, concurrency: int) -> None:
         for n in range(max(1, workers)):
@@ -229,17 +244,20 @@ class Huey(System):
     def enqueue(self, tag: Any) -> None:
         self.app.noop_task(tag)
 
-    def load(self, jobs: int) -> None:
+    def load(self, jobs: int) -> float:
         if self.name == "huey-redis":
-            super().load(jobs)
-            return
-        # No batch API: the rows in one transaction, as huey's own enqueue writes them.
+            return super().load(jobs)
+        # No batch API: its rate is that of 1,000 enqueues through it; the rest are written
+        # in one transaction, as huey's own enqueue writes them.
+        sample = min(jobs, 1000)
+        rate = super().load(sample)
         with self.app.huey.storage.db(commit=True) as cursor:
             message = self.app.huey.serialize_task(self.app.noop_task.s())
             cursor.executemany(
                 "insert into task (queue, data, priority) values (?, ?, 0)",
-                [(self.app.huey.storage.name, message)] * jobs,
+                [(self.app.huey.storage.name, message)] * (jobs - sample),
             )
+        return rate
 
     def start_consumers(self, probe: dict[str, str], workers: int, concurrency: int) -> None:
         if workers == 0:  # one thread; SQLite polled every millisecond (Redis blocks)
@@ -302,6 +320,7 @@ class Procrastinate(System):
         return subprocess.Popen(
             [str(_BIN / "procrastinate"), "--app", "bench.procrastinateapp.app", *args],
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             env={**os.environ, "PYTHONPATH": str(REPO), **self.env, **(probe or {})},
             cwd=REPO,
         )
@@ -309,9 +328,11 @@ class Procrastinate(System):
     def enqueue(self, tag: Any) -> None:
         self.app.noop.defer(tag=tag)
 
-    def load(self, jobs: int) -> None:
+    def load(self, jobs: int) -> float:
+        started = time.perf_counter()
         for start in range(0, jobs, 1000):
             self.app.noop.batch_defer(*({"tag": None} for _ in range(min(1000, jobs - start))))
+        return jobs / (time.perf_counter() - started)
 
     def start_consumers(self, probe: dict[str, str], workers: int, concurrency: int) -> None:
         for n in range(max(1, workers)):
