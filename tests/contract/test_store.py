@@ -25,6 +25,7 @@ from leasehold.core.transitions import (
 from leasehold.errors import IdempotencyConflict, StaleToken
 from leasehold.model import JSON, AttemptOutcome, Job, JobStatus, Report
 from leasehold.store.base import (
+    AttemptPage,
     DeadFilter,
     Decide,
     Expired,
@@ -242,6 +243,43 @@ async def test_a_second_lease_after_expiry_gets_the_next_token(store: Store) -> 
     assert [a.token for a in await store.attempts_list(job.id)] == [1, 2]
 
 
+async def test_lease_tokens_are_unique_across_jobs_and_increase_per_job(store: Store) -> None:
+    """Tokens come from one coordinator-wide sequence: no two leases share one, so a
+    token can only ever speak for the job it was issued for."""
+    a, b = await insert(store, new_job(), new_job())
+    (first_a,) = await lease(store, seconds=0)
+    (first_b,) = await lease(store)
+    await decide_one(store, a.id, expire(first_a.lease_token))
+    (second_a,) = await lease(store)
+    tokens = [first_a.lease_token, first_b.lease_token, second_a.lease_token]
+    assert tokens == sorted(set(tokens))  # unique and increasing in lease order
+    wrong = await decide_one(store, b.id, complete(first_a.lease_token))
+    assert isinstance(wrong.error, StaleToken)
+    assert [x.token for x in await store.attempts_list(a.id)] == tokens[::2]
+    page = await store.attempts_list(a.id, AttemptPage(after_token=tokens[0], limit=1))
+    assert [x.token for x in page] == [tokens[2]]
+
+
+class _Unsealable(Exception):
+    pass
+
+
+def _refuse(jobs: object) -> None:
+    raise _Unsealable
+
+
+async def test_a_lease_whose_seal_fails_is_rolled_back(store: Store) -> None:
+    """``LeaseRequest.seal`` runs before the commit: if it raises, nothing is leased."""
+    (job,) = await insert(store)
+    with pytest.raises(_Unsealable):
+        await store.job_lease(LeaseRequest("w1", 60, None, 5, seal=_refuse))
+    after = await get(store, job.id)
+    assert (after.status, after.attempts, after.lease_owner) == (JobStatus.QUEUED, 0, None)
+    assert await store.attempts_list(job.id) == []
+    (leased,) = await lease(store)
+    assert leased.attempts == 1
+
+
 async def test_concurrent_leases_never_share_a_job(store: Store) -> None:
     ids = {j.id for j in await insert(store, *(new_job() for _ in range(120)))}
 
@@ -408,13 +446,14 @@ async def test_expired_scan_lists_run_out_leases_oldest_first(store: Store) -> N
     await lease(store, seconds=3600)
     (third,) = await lease(store, seconds=0)
     assert (first.id, third.id) == (a.id, c.id)
-    assert await store.jobs_expired(10) == [Expired(a.id, 1), Expired(c.id, 1)]
-    assert await store.jobs_expired(1) == [Expired(a.id, 1)]
+    expected = [Expired(a.id, first.lease_token), Expired(c.id, third.lease_token)]
+    assert await store.jobs_expired(10) == expected
+    assert await store.jobs_expired(1) == expected[:1]
 
 
 async def test_expire_requeues_once_even_when_two_reapers_race(store: Store) -> None:
     jobs = await insert(store, *(new_job() for _ in range(30)))
-    await lease(store, n=30, seconds=0)
+    tokens = {j.id: j.lease_token for j in await lease(store, n=30, seconds=0)}
     expired = await store.jobs_expired(100)
     assert len(expired) == 30
     batch: list[tuple[int, Decide]] = [(e.job_id, expire(e.token)) for e in expired]
@@ -426,7 +465,7 @@ async def test_expire_requeues_once_even_when_two_reapers_race(store: Store) -> 
     for job in jobs:
         stored = await store.job_get(job.id)
         assert stored is not None
-        assert (stored.status, stored.lease_token, stored.attempts) == ("queued", 1, 1)
+        assert (stored.status, stored.lease_token, stored.attempts) == ("queued", tokens[job.id], 1)
         assert stored.last_error is not None and "lease expired" in stored.last_error
         (attempt,) = await store.attempts_list(job.id)
         assert (attempt.outcome, attempt.error) == ("expired", stored.last_error)

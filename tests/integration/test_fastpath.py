@@ -4,7 +4,7 @@ answering exactly as the route does."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 from structlog.testing import capture_logs
 
-from leasehold.api import fastpath
+from leasehold.api import fastpath, routes
 from leasehold.api.app import create_app
 from leasehold.settings import CoordinatorSettings
 from leasehold.tokens import HashedToken, Role, hash_token
@@ -46,14 +46,14 @@ async def call(
     delivered = asyncio.Event()
     answer: dict[str, Any] = {"body": b""}
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> MutableMapping[str, Any]:
         if not delivered.is_set():
             delivered.set()
             return {"type": "http.request", "body": body, "more_body": False}
         await asyncio.Event().wait()  # the client stays connected
         raise AssertionError("unreachable")
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             answer["status"] = message["status"]
         else:
@@ -82,7 +82,7 @@ async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """One entry per request the fast path answered (the route counts none)."""
     calls: list[bool] = []
-    answer = fastpath.enqueue_reply
+    answer = routes.enqueue_reply
 
     async def counting(*args: Any) -> Any:
         calls.append(True)
@@ -113,13 +113,13 @@ async def test_a_plain_enqueue_takes_the_fast_path_and_answers_as_the_route(
     assert routed[0] == 200  # the same key and request: the job already stored
     assert fast[0] == 201
     assert routed[1] == fast[1]
-    again = await call(app, body, PRODUCER)  # no Content-Type: taken as JSON
+    again = await call(app, body, PRODUCER + JSON)
     assert taken == [True, True]
     assert again == (200, fast[1])
-    plain = await call(app, orjson.dumps({"kind": "k", "payload": {"n": 1}, "priority": 3}))
+    plain = await call(app, orjson.dumps({"kind": "k", "payload": {"n": 1}}), JSON)
     assert plain[0] == 401  # no token: the route's guard answers
     assert taken == [True, True]
-    fresh = await call(app, orjson.dumps({"kind": "k", "payload": {"n": 1}}), PRODUCER)
+    fresh = await call(app, orjson.dumps({"kind": "k", "payload": {"n": 1}}), PRODUCER + JSON)
     assert fresh[0] == 201
     assert comparable(fresh[1]) == comparable({**fast[1], "priority": 0, "idempotency_key": None})
 
@@ -130,8 +130,11 @@ async def test_a_plain_enqueue_takes_the_fast_path_and_answers_as_the_route(
         (b'{"kind": "k", "payload": NaN}', JSON, b"", 422, "invalid_json"),
         (b'{"kind": "k", "surprise": 1}', JSON, b"", 422, "validation_error"),
         (b'{"kind": "k"}', [(b"content-type", b"text/plain")], b"", 415, "unsupported_media_type"),
+        (b'{"kind": "k"}', [], b"", 415, "unsupported_media_type"),
+        (b'{"kind": "k"}', [*JSON, (b"origin", b"http://elsewhere")], b"", 403, "cross_site"),
+        (b'{"kind": "k", "payload": 123456789012345678901234}', JSON, b"", 422, None),
         (b'{"kind": "k"}', JSON, b"x=1", 422, "validation_error"),
-        (b'{"kind": "k"}', [(b"authorization", b"Bearer w-token")], b"", 403, "forbidden"),
+        (b'{"kind": "k"}', [*JSON, (b"authorization", b"Bearer w-token")], b"", 403, "forbidden"),
         (b'{"kind": "k", "payload": "' + b"x" * 2000 + b'"}', JSON, b"", 413, None),
     ],
 )
@@ -144,7 +147,8 @@ async def test_anything_unusual_is_answered_by_the_route(
     status: int,
     error: str | None,
 ) -> None:
-    answer = await call(app, body, [*PRODUCER, *headers] if status != 403 else headers, query)
+    token = [] if any(name == b"authorization" for name, _ in headers) else PRODUCER
+    answer = await call(app, body, [*token, *headers], query)
     assert answer[0] == status, answer
     if error is not None:
         assert answer[1]["error"] == error
@@ -153,7 +157,7 @@ async def test_anything_unusual_is_answered_by_the_route(
 
 async def test_the_request_log_names_the_route(app: FastAPI, taken: list[bool]) -> None:
     with capture_logs() as logs:
-        status, _ = await call(app, b'{"kind": "k"}', PRODUCER)
+        status, _ = await call(app, b'{"kind": "k"}', PRODUCER + JSON)
     assert status == 201
     assert taken == [True]
     (line,) = [e for e in logs if e["event"] == "http.request"]

@@ -9,9 +9,10 @@ middleware sits inside ``RequestLog`` and ``BodyLimit`` (both still apply) and a
 request with the route's own code (``routes.enqueue_reply``), guard (``auth.PRODUCER``), body
 model (``schemas.EnqueueRequest``) and error table (``errors.error_response``).
 
-It takes only the plain case: POST /jobs, no query string, a JSON body (or an undeclared
-one), no Idempotency-Key header, a token the guard lets in, and a body that parses and
-validates. Anything else (a refusal, invalid input, the header) goes to the FastAPI route
+It takes only the plain case: POST /jobs, no query string, no Idempotency-Key header, the
+header checks of ``api.sameorigin`` passed (Host, Origin, Content-Type: application/json), a
+token the guard lets in, and a body that parses and validates with no integer too long for
+JSON's doubles. Anything else (a refusal, invalid input, the header) goes to the FastAPI route
 unchanged, with the body it already read replayed, so every error answer, log line and
 OpenAPI declaration stays the route's. Nothing is decided twice: a request either takes
 this path or the route's.
@@ -29,11 +30,12 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from leasehold.api.auth import PRODUCER, authenticate
-from leasehold.api.body import is_json
 from leasehold.api.errors import error_response
 from leasehold.api.routes import enqueue_reply, router
+from leasehold.api.sameorigin import check_content_type, check_host, check_same_origin
 from leasehold.api.schemas import EnqueueRequest
 from leasehold.core.service import JobService
+from leasehold.core.userjson import has_long_integer
 from leasehold.errors import LeaseholdError
 
 # The route this path stands in for: its template is what the request log names.
@@ -59,13 +61,18 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 def _plain(scope: Scope) -> bool:
-    """Whether the request's headers leave nothing to the route's fuller handling."""
-    for name, value in scope["headers"]:
-        if name == b"idempotency-key":
-            return False
-        if name == b"content-type" and not is_json(value.decode("latin-1")):
-            return False
-    return True
+    """Whether the request leaves nothing to the route's fuller handling (its header
+    key, its refusals): the route's own checks, which log nothing, pass."""
+    if any(name == b"idempotency-key" for name, _ in scope["headers"]):
+        return False
+    request = Request(scope)
+    try:
+        check_host(request)
+        check_same_origin(request)
+        check_content_type(request)
+    except LeaseholdError:
+        return False
+    return bool(authenticate(request) & PRODUCER.roles)  # else the guard answers and logs
 
 
 class FastEnqueue:
@@ -85,16 +92,15 @@ class FastEnqueue:
             await self.app(scope, receive, send)
             return
         request = Request(scope, receive)
-        if not authenticate(request) & PRODUCER.roles:
-            await self.app(scope, receive, send)  # the route's guard answers and logs
-            return
         try:
             body = await request.body()
         except ClientDisconnect:
             return  # gone, or cut off by BodyLimit, which has answered
         try:
+            if has_long_integer(body):
+                raise ValueError("the route answers it")
             parsed = EnqueueRequest.model_validate(orjson.loads(body))
-        except (orjson.JSONDecodeError, ValidationError):
+        except (ValueError, ValidationError):  # orjson's errors are ValueErrors too
             await self.app(scope, _replay(body, receive), send)
             return
         scope["route"] = _ROUTE  # for the request log, as routing would set it

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel
 
 from leasehold.api.auth import (
     ADMIN,
+    FIGURES,
     HISTORY_READERS,
     JOB_READERS,
     PRODUCER,
@@ -40,12 +41,19 @@ from leasehold.api.schemas import (
     LeaseBatchOut,
     LeaseOut,
     LeaseRequest,
+    LeasesRequest,
     ReleaseRequest,
     RenewRequest,
     RequeueCount,
     StatsOut,
 )
-from leasehold.api.wire import item_result_wire, job_wire, lease_wire, reply_json
+from leasehold.api.wire import (
+    item_result_wire,
+    job_json,
+    lease_wire,
+    reply_json,
+    summary_wire,
+)
 from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
 from leasehold.errors import (
     IdempotencyConflict,
@@ -55,7 +63,7 @@ from leasehold.errors import (
 )
 from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import Job, JobStatus
-from leasehold.store.base import DeadFilter, JobFilter
+from leasehold.store.base import AttemptPage, DeadFilter, JobFilter
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -81,6 +89,7 @@ _WORKER = [Depends(WORKER)]
 _JOB_READERS = [Depends(JOB_READERS)]
 _HISTORY_READERS = [Depends(HISTORY_READERS)]
 _READERS = [Depends(READERS)]
+_FIGURES = [Depends(FIGURES)]
 _ADMIN = [Depends(ADMIN)]
 
 
@@ -107,7 +116,7 @@ async def health() -> Health:
     return Health(status="ok")
 
 
-@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_READERS)
+@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_FIGURES)
 async def stats(request: Request) -> Response:
     figures = await service_of(request).stats()
     return reply(StatsOut.model_validate(dataclasses.asdict(figures)))
@@ -120,7 +129,7 @@ async def stats(request: Request) -> Response:
         200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"},
         **errors(),
     },
-    dependencies=_READERS,
+    dependencies=_FIGURES,
 )
 async def metrics(request: Request) -> Response:
     service = service_of(request)
@@ -164,7 +173,7 @@ async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | No
             body.queue,
         )
     )
-    return reply_json(job_wire(inserted.job), 201 if inserted.created else 200)
+    return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
 
 
 @router.post(
@@ -189,7 +198,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
             for j in body.jobs
         ]
     )
-    return reply_json({"jobs": [{"job": job_wire(i.job), "created": i.created} for i in inserted]})
+    return reply_json({"jobs": [{"job": job_json(i.job), "created": i.created} for i in inserted]})
 
 
 @router.post(
@@ -199,22 +208,52 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
     dependencies=_WORKER,
 )
 async def lease(body: LeaseRequest, request: Request) -> Response:
-    service = service_of(request)
-    seconds = body.lease_seconds or request.app.state.settings.default_lease_seconds
-    jobs = await service.lease(
-        body.worker_id,
-        seconds,
-        body.kinds,
-        max_jobs=body.max_jobs or 1,
-        wait_seconds=body.wait_seconds,
-        queues=body.queues,
-        gone=request.is_disconnected,
-    )
+    """Without ``max_jobs`` the answer is one ``{job, token, lease_seconds}``, with it
+    ``{"leases": [...]}`` (protocol 1.0's two shapes; ``POST /leases`` has one)."""
+    jobs = await _lease(body, body.max_jobs or 1, request)
     if not jobs:
         return Response(status_code=204)
     if body.max_jobs is not None:
         return reply_json({"leases": [lease_wire(j) for j in jobs]})
     return reply_json(lease_wire(jobs[0]))
+
+
+@router.post(
+    "/leases",
+    response_model=LeaseBatchOut,
+    responses={204: {"description": "no job is available"}, **errors()},
+    dependencies=_WORKER,
+)
+async def leases(body: LeasesRequest, request: Request) -> Response:
+    """POST /lease with one answer shape: ``{"leases": [...]}`` (``max_jobs`` default 1)."""
+    jobs = await _lease(body, body.max_jobs, request)
+    if not jobs:
+        return Response(status_code=204)
+    return reply_json({"leases": [lease_wire(j) for j in jobs]})
+
+
+async def _lease(body: LeaseRequest, max_jobs: int, request: Request) -> list[Job]:
+    settings = request.app.state.settings
+    seconds = check_lease_length(body.lease_seconds, request) or settings.default_lease_seconds
+    return await service_of(request).lease(
+        body.worker_id,
+        seconds,
+        body.kinds,
+        max_jobs=max_jobs,
+        wait_seconds=body.wait_seconds,
+        queues=body.queues,
+        gone=request.is_disconnected,
+        request_id=body.request_id,
+    )
+
+
+def check_lease_length(seconds: float | None, request: Request) -> float | None:
+    """A lease shorter than the coordinator's minimum is refused: it would run out before
+    its holder could renew it."""
+    least: float = request.app.state.settings.min_lease_seconds
+    if seconds is not None and seconds < least:
+        raise InvalidRequest(f"lease_seconds must be at least {least:g}")
+    return seconds
 
 
 def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Response:
@@ -227,7 +266,7 @@ def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Respo
     "/batch/renew", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER
 )
 async def renew_batch(body: BatchRenewRequest, request: Request) -> Response:
-    items = [Renew(i.id, i.token, i.lease_seconds) for i in body.items]
+    items = [Renew(i.id, i.token, check_lease_length(i.lease_seconds, request)) for i in body.items]
     answers = await service_of(request).renew_many(items)
     return _batch_results([i.id for i in body.items], answers)
 
@@ -248,6 +287,14 @@ async def fail_batch(body: BatchFailRequest, request: Request) -> Response:
     return _batch_results([i.id for i in body.items], answers)
 
 
+def _cursor(cursor: str | None) -> int | None:
+    if cursor is None:
+        return None
+    if not _ID.fullmatch(cursor):
+        raise InvalidRequest("cursor is not one this server issued")
+    return int(cursor)
+
+
 @router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=_READERS)
 async def list_jobs(
     request: Request,
@@ -255,15 +302,20 @@ async def list_jobs(
     kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    fields: Annotated[
+        Literal["full", "summary"],
+        Query(description="`summary` leaves each job's payload and result out"),
+    ] = "full",
 ) -> Response:
-    after = None
-    if cursor is not None:
-        if not _ID.fullmatch(cursor):
-            raise InvalidRequest("cursor is not one this server issued")
-        after = int(cursor)
-    jobs = await service_of(request).list_jobs(JobFilter(status, kind, after, limit))
-    next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
-    return reply(JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
+    """A page in id order. It also ends early, with a ``next_cursor``, before its jobs'
+    payloads and results pass the answer budget (``--max-answer-bytes``)."""
+    summary = fields == "summary"
+    budget = request.app.state.settings.max_answer_bytes
+    query = JobFilter(status, kind, _cursor(cursor), limit, max_bytes=budget, summary=summary)
+    page = await service_of(request).list_jobs(query)
+    more = page and (len(page) == limit or page.cut)
+    wire = [summary_wire(j) for j in page] if summary else [job_json(j) for j in page]
+    return reply_json({"jobs": wire, "next_cursor": str(page[-1].id) if more else None})
 
 
 @router.post("/jobs/requeue", response_model=RequeueCount, responses=errors(), dependencies=_ADMIN)
@@ -287,18 +339,30 @@ async def get_job(job_id: str, request: Request) -> Response:
     responses=errors(404),
     dependencies=_HISTORY_READERS,
 )
-async def job_attempts(job_id: str, request: Request) -> Response:
+async def job_attempts(
+    job_id: str,
+    request: Request,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response:
+    """The job's lease history, oldest first, a page at a time."""
     jid = parse_job_id(job_id)
-    attempts = await service_of(request).attempts(jid)
-    return reply(AttemptList(job_id=jid, attempts=[AttemptOut.of(a) for a in attempts]))
+    attempts = await service_of(request).attempts(jid, AttemptPage(_cursor(cursor), limit))
+    next_cursor = str(attempts[-1].token) if len(attempts) == limit else None
+    return reply(
+        AttemptList(
+            job_id=jid, attempts=[AttemptOut.of(a) for a in attempts], next_cursor=next_cursor
+        )
+    )
 
 
 @router.post(
     "/jobs/{job_id}/renew", response_model=JobOut, responses=errors(404, 409), dependencies=_WORKER
 )
 async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
-    job = await service_of(request).renew(parse_job_id(job_id), body.token, body.lease_seconds)
-    return reply_json(job_wire(job))
+    seconds = check_lease_length(body.lease_seconds, request)
+    job = await service_of(request).renew(parse_job_id(job_id), body.token, seconds)
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -309,7 +373,7 @@ async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
 )
 async def complete(job_id: str, body: CompleteRequest, request: Request) -> Response:
     job = await service_of(request).complete(parse_job_id(job_id), body.token, body.result)
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -323,7 +387,7 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
         retryable=body.retryable,
         retry_after_seconds=body.retry_after_seconds,
     )
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -334,7 +398,7 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
 )
 async def release(job_id: str, body: ReleaseRequest, request: Request) -> Response:
     job = await service_of(request).release(parse_job_id(job_id), body.token)
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -346,7 +410,7 @@ async def release(job_id: str, body: ReleaseRequest, request: Request) -> Respon
 async def cancel(job_id: str, request: Request) -> Response:
     """Queued and dead jobs are cancelled at once; a running job is marked, and ends
     cancelled at its holder's next report (its renewals answer 409 job_cancelled)."""
-    return reply(JobOut.of(await service_of(request).cancel(parse_job_id(job_id))))
+    return reply_json(job_json(await service_of(request).cancel(parse_job_id(job_id))))
 
 
 @router.post(
@@ -356,4 +420,4 @@ async def cancel(job_id: str, request: Request) -> Response:
     dependencies=_ADMIN,
 )
 async def requeue(job_id: str, request: Request) -> Response:
-    return reply(JobOut.of(await service_of(request).requeue(parse_job_id(job_id))))
+    return reply_json(job_json(await service_of(request).requeue(parse_job_id(job_id))))

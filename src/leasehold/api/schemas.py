@@ -21,7 +21,8 @@ from pydantic import (
     StrictInt,
 )
 
-from leasehold.core.schedule import CatchUp, Schedule, ScheduleSpec
+from leasehold.core.schedule import RESERVED_KEY_PREFIX, CatchUp, Schedule, ScheduleSpec
+from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.store.base import KindLimit
@@ -50,20 +51,22 @@ def _printable(value: str) -> str:
     return value
 
 
-def _no_nul_json(value: JsonValue) -> JsonValue:
-    # PostgreSQL's text and jsonb cannot hold NUL; refusing it everywhere keeps the backends
-    # answering alike.
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                raise ValueError("must not contain the NUL character (\\u0000)")
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
+def _visible(value: str) -> str:
+    if has_invisible(value):
+        raise ValueError(INVISIBLE_MESSAGE)
+    return value
+
+
+def _not_reserved(value: str) -> str:
+    if value.startswith(RESERVED_KEY_PREFIX):
+        raise ValueError(f"keys starting with {RESERVED_KEY_PREFIX!r} are the scheduler's")
+    return value
+
+
+def _user_json(value: object) -> object:
+    # Before Pydantic's own walk, which fails on deep values with a message of its own.
+    if problem := json_problem(value):
+        raise ValueError(problem)
     return value
 
 
@@ -73,16 +76,34 @@ def _no_nul(value: str) -> str:
     return value
 
 
-UserJSON = Annotated[JsonValue, AfterValidator(_no_nul_json)]
-Kind = Annotated[str, Field(min_length=1, max_length=MAX_KIND_LENGTH), AfterValidator(_printable)]
+UserJSON = Annotated[JsonValue, BeforeValidator(_user_json)]
+"""A payload or result: JSON within ``core.userjson``'s limits (depth, NUL, 64 bits)."""
+Kind = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_KIND_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
+]
 IdempotencyKey = Annotated[
-    str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_KEY_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_not_reserved),
 ]
 WorkerId = Annotated[
-    str, Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
 ]
 QueueName = Annotated[
-    str, Field(min_length=1, max_length=MAX_QUEUE_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_QUEUE_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
+]
+LeaseRequestId = Annotated[
+    str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_printable)
 ]
 Priority = Annotated[
     StrictInt,
@@ -157,6 +178,19 @@ class LeaseRequest(Strict):
     ) = Field(default=None, description="lease only from these queues (default: any)")
     wait_seconds: Annotated[StrictFloat, Field(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = (
         Field(default=0.0, description="long poll: wait this long for a job before a 204")
+    )
+    request_id: LeaseRequestId | None = Field(
+        default=None,
+        description="the worker's id for this request: a retry with the same id (same"
+        " worker_id) within the window gets the same leases back, not new ones",
+    )
+
+
+class LeasesRequest(LeaseRequest):
+    """POST /leases: as POST /lease, but always answered ``{"leases": [...]}``."""
+
+    max_jobs: Annotated[StrictInt, Field(ge=1, le=MAX_JOBS_PER_LEASE)] = Field(
+        default=1, description="lease up to this many jobs at once"
     )
 
 
@@ -272,6 +306,7 @@ class JobOut(BaseModel):
 class LeaseOut(BaseModel):
     job: JobOut
     token: int
+    lease_seconds: float = Field(description="the length of the lease granted, in seconds")
 
 
 class LeaseBatchOut(BaseModel):
@@ -294,9 +329,22 @@ class ItemOutcome(StrEnum):
     NOT_FOUND = "not_found"
 
 
+class ItemVerdict(StrEnum):
+    """What the worker does with a batch item's answer (PROTOCOL.md, "Errors")."""
+
+    OK = "ok"  # applied (or an idempotent repeat): renew: keep running; report: done
+    CANCELLED = "cancelled"  # the job was cancelled: stop the handler, report nothing more
+    STALE = "stale"  # a newer lease exists: stop the handler, drop the report
+    LOST = "lost"  # the lease ran out or this lease already reported: stop, drop
+    CONFLICT = "conflict"  # a different outcome was already reported: drop
+    REJECTED = "rejected"  # the item itself was refused (too large): report a failure instead
+    NOT_FOUND = "not_found"  # no such job: drop
+
+
 class ItemResultOut(BaseModel):
     id: int
-    outcome: ItemOutcome
+    outcome: ItemOutcome = Field(description="protocol 1.0's classification, kept as it was")
+    verdict: ItemVerdict = Field(description="what the worker does (protocol 1.1)")
     error: str | None = Field(default=None, description="the error code when not ok")
     message: str | None = None
     job: JobOut | None = None
@@ -306,9 +354,36 @@ class BatchResultOut(BaseModel):
     results: list[ItemResultOut]
 
 
+class JobSummaryOut(BaseModel):
+    """A job without its payload and result (``GET /jobs?fields=summary``)."""
+
+    id: int
+    kind: str
+    status: JobStatus
+    attempts: int
+    max_attempts: int
+    run_after: UtcTime
+    created_at: UtcTime
+    lease_owner: str | None
+    lease_expires_at: UtcTime | None
+    lease_token: int
+    idempotency_key: str | None
+    last_error: str | None
+    leased_at: UtcTime | None
+    finished_at: UtcTime | None
+    priority: int
+    queue: str
+    cancel_requested: bool
+
+
 class JobPage(BaseModel):
-    jobs: list[JobOut]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page")
+    jobs: list[JobOut | JobSummaryOut] = Field(
+        description="in id order; each a JobSummaryOut with `fields=summary`"
+    )
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page: set when the page is full, or when"
+        " it stopped at the answer's byte budget"
+    )
 
 
 class AttemptOut(BaseModel):
@@ -334,6 +409,9 @@ class AttemptOut(BaseModel):
 class AttemptList(BaseModel):
     job_id: int
     attempts: list[AttemptOut]
+    next_cursor: str | None = Field(
+        default=None, description="pass as `cursor` for the next page (null: no more)"
+    )
 
 
 class RequeueCount(BaseModel):
@@ -385,7 +463,7 @@ class ScheduleRequest(Strict):
         default="UTC", description="IANA time zone the cron expression is read in"
     )
     kind: Kind
-    payload: JsonValue = None
+    payload: UserJSON = None
     queue: QueueName = DEFAULT_QUEUE
     priority: Priority = 0
     max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = 5

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import orjson
 
@@ -22,10 +22,11 @@ from leasehold.errors import (
     JobCancelled,
     LeaseExpired,
     LeaseholdError,
+    NotRunning,
     ReportConflict,
     StaleToken,
 )
-from leasehold.model import JSON, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import DEFAULT_QUEUE, JSON, AttemptOutcome, Job, JobStatus, Report
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +53,10 @@ def _rejected(job: Job, error: LeaseholdError, *events: str) -> Outcome:
 def fence(job: Job, token: int) -> StaleToken | None:
     """The fencing check: only the job's newest lease token may speak for it.
 
-    A token of 0 was never issued (the first lease gets 1), nor was any token above the
-    current one; an older token has been superseded by a newer lease.
+    Tokens come from one coordinator-wide sequence: each lease's is above every token
+    issued before it, so a job's tokens increase and no two jobs' tokens are equal. A token
+    of 0 was never issued, nor was any token above the current one; an older token has
+    been superseded by a newer lease; and another job's token is simply not this job's.
     """
     if job.lease_token == 0 or token != job.lease_token:
         return StaleToken(
@@ -80,8 +83,13 @@ def decide_renew(job: Job, token: int, lease_seconds: float | None, now: datetim
         return _rejected(job, stale, "stale_token")
     if job.cancel_requested or job.status is JobStatus.CANCELLED:
         return _rejected(job, JobCancelled(f"job {job.id} was cancelled: stop working on it"))
-    if job.status is not JobStatus.RUNNING or job.report is not None:
-        return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+    if job.report is not None:
+        return _rejected(
+            job, NotRunning(f"job {job.id} was already {job.report} under token {token}")
+        )
+    if job.status is not JobStatus.RUNNING:
+        # The reaper took the job back (queued or dead) after the lease ran out.
+        return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     if is_expired(job, now):
         return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     seconds = lease_seconds if lease_seconds is not None else job.lease_seconds or 0.0
@@ -189,23 +197,47 @@ def decide_fail(
     return Outcome(retry, changed=True, attempt=AttemptOutcome.FAILED, events=("failed",))
 
 
+FREE_RELEASES = 3
+"""Releases of one job that give their attempt back; later ones count as attempts."""
+
+
 def decide_release(job: Job, token: int, now: datetime) -> Outcome:
     """Hand a leased job back unfinished (a worker shutting down): queued again at once.
 
-    A release gives back the attempt its lease counted, so a job handed back on its last
-    attempt is not lost to the dead list.
+    The job's first ``FREE_RELEASES`` releases give back the attempt their lease counted,
+    so a job handed back on its last attempt is not lost to the dead list. Later ones keep
+    it: a job that is leased and released forever (a worker that cannot run it) then ends
+    dead like one that fails, after its attempts run out.
     """
     verdict = _check_report(job, token, Report.RELEASED, now)
     if verdict:
         return verdict
     if job.status is not JobStatus.RUNNING:
-        return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+        # Nothing reported under this token, yet not running: the lease ran out and the
+        # reaper put the job back (queued, or dead on its last attempt).
+        return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
+    releases = job.releases + 1
+    free = releases <= FREE_RELEASES
+    if not free and job.attempts >= job.max_attempts:
+        error = f"released {releases} times; the releases after {FREE_RELEASES} used its attempts"
+        dead = job.replace(
+            status=JobStatus.DEAD,
+            last_error=error,
+            report=Report.RELEASED,
+            finished_at=now,
+            lease_expires_at=None,
+            releases=releases,
+        )
+        return Outcome(
+            dead, changed=True, attempt=AttemptOutcome.RELEASED, events=("released", "dead")
+        )
     back = job.replace(
         status=JobStatus.QUEUED,
         run_after=now,
-        attempts=max(job.attempts - 1, 0),
+        attempts=max(job.attempts - 1, 0) if free else job.attempts,
         report=Report.RELEASED,
         lease_expires_at=None,
+        releases=releases,
     )
     return Outcome(back, changed=True, attempt=AttemptOutcome.RELEASED, events=("released",))
 
@@ -247,9 +279,10 @@ def decide_expire(job: Job, token: int, now: datetime) -> Outcome:
 
 
 def decide_requeue(job: Job, now: datetime) -> Outcome:
-    """An operator brings a dead or cancelled job back: queued at once, attempts reset.
+    """An operator brings a dead or cancelled job back: queued at once, attempts (and
+    releases) reset.
 
-    The lease token is kept (the next lease gets the next one) and revoked, so a late
+    The lease token is kept (the next lease gets a higher one) and revoked, so a late
     report from the last holder cannot finish the revived job.
     """
     if job.status not in (JobStatus.DEAD, JobStatus.CANCELLED):
@@ -268,6 +301,7 @@ def decide_requeue(job: Job, now: datetime) -> Outcome:
         lease_expires_at=None,
         finished_at=None,
         cancel_requested=False,
+        releases=0,
     )
     return Outcome(revived, changed=True, events=("requeued",))
 
@@ -312,3 +346,32 @@ def request_fingerprint(
     if priority is not None or queue is not None:
         given += [priority, queue]
     return hashlib.sha256(orjson.dumps(given, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def normalized_fingerprints(
+    kind: str,
+    payload: JSON,
+    max_attempts: int | None,
+    run_after: datetime | None,
+    priority: int | None,
+    queue: str | None,
+    *,
+    default_max_attempts: int,
+) -> tuple[str, tuple[str, ...]]:
+    """The fingerprint of an enqueue request with its defaults filled in, so a retry that
+    spells out a default (``priority: 0``) is the same request as one that leaves it out;
+    and the fingerprint as given, which keys stored by earlier releases carry.
+
+    Normalizing means leaving out what equals its default (so a request that names no
+    option hashes as it always did) and writing ``run_after`` in UTC.
+    """
+    canonical = request_fingerprint(
+        kind,
+        payload,
+        None if max_attempts == default_max_attempts else max_attempts,
+        run_after.astimezone(UTC) if run_after is not None else None,
+        None if priority == 0 else priority,
+        None if queue == DEFAULT_QUEUE else queue,
+    )
+    as_given = request_fingerprint(kind, payload, max_attempts, run_after, priority, queue)
+    return canonical, (() if as_given == canonical else (as_given,))

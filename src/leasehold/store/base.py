@@ -35,6 +35,13 @@ class NewJob:
     request_hash: str
     priority: int = 0
     queue: str = DEFAULT_QUEUE
+    # Fingerprints an earlier release computed for this same request (as given, before
+    # defaults were filled in): a key stored then still matches its retry now.
+    also_matches: tuple[str, ...] = ()
+
+    def matches(self, stored_hash: str | None) -> bool:
+        """Whether a job stored under this request's key was enqueued by the same request."""
+        return stored_hash == self.request_hash or stored_hash in self.also_matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +66,16 @@ class LeaseRequest:
     kinds: tuple[str, ...] | None  # None: any kind
     max_jobs: int = 1
     queues: tuple[str, ...] | None = None  # None: any queue
+    # Called with the leased jobs before the lease commits; if it raises, the lease is
+    # rolled back and the error raised: no job is leased that its answer cannot carry.
+    seal: Callable[[Sequence[Job]], None] | None = field(default=None, compare=False)
+    # The worker's id for this request: a retry with the same (worker_id, request_id)
+    # within LEASE_REQUEST_WINDOW_SECONDS gets the leases the first one made, not new ones.
+    request_id: str | None = None
+
+
+# How long a lease request id is remembered (PROTOCOL.md, "Lease idempotency").
+LEASE_REQUEST_WINDOW_SECONDS = 300.0
 
 
 def lease_order(job: Job) -> tuple[int, datetime, int]:
@@ -71,6 +88,22 @@ class JobFilter:
     status: JobStatus | None = None
     kind: str | None = None
     after_id: int | None = None  # cursor: jobs with a larger id
+    limit: int = 100
+    # Stop the page before the jobs' payloads and results (as stored JSON) pass this many
+    # bytes; the first job is always included. None: no budget.
+    max_bytes: int | None = None
+    summary: bool = False  # leave payload and result out (not even read): None in the jobs
+
+
+class JobList(list[Job]):
+    """A page of jobs; ``cut``: it stopped at its byte budget and more jobs follow."""
+
+    cut: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptPage:
+    after_token: int | None = None  # cursor: attempts with a larger token
     limit: int = 100
 
 
@@ -179,8 +212,15 @@ class Store(Protocol):
         """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
         run_after, then lowest id; never more running jobs of a kind than its limit.
 
-        Each leased job gets lease_token + 1, attempts + 1, status running, the lease's
+        Each leased job gets a new lease token from the coordinator-wide sequence (above
+        every token issued before: DESIGN.md §4), attempts + 1, status running, the lease's
         owner and expiry, and a new attempt record; all in one statement per job set.
+        ``request.seal`` is called with the jobs before the commit.
+
+        With a ``request_id`` seen from the same worker within the window, nothing new is
+        leased: the answer is the jobs that request got that are still running under the
+        tokens it got (possibly none; ``seal`` is called on them too). Otherwise the jobs
+        leased are recorded under the id, in the same transaction.
         """
         ...
 
@@ -196,16 +236,32 @@ class Store(Protocol):
         """Running jobs whose lease has run out, oldest expiry first."""
         ...
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
-        """Jobs ordered by id, after the cursor, filtered."""
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        """The distinct kinds and queues jobs have ever had in this database (their counts
+        are kept even at zero), for the caps on distinct names."""
+        ...
+
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        """The earliest run_after later than ``after`` among queued jobs: when the next job
+        becomes due as time passes (None: none will). Found without stepping over jobs."""
+        ...
+
+    async def job_list(self, query: JobFilter) -> JobList:
+        """Jobs ordered by id, after the cursor, filtered, within the byte budget."""
         ...
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:
         """Ids of dead jobs matching the filter, ordered by id."""
         ...
 
-    async def attempts_list(self, job_id: int) -> list[Attempt]:
-        """The job's lease history, oldest first."""
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        """The job's lease history, oldest first (tokens increase); one page of it, after
+        the page's cursor, when ``page`` is given."""
+        ...
+
+    async def ping(self) -> None:
+        """One cheap statement along the path writes take (the readiness check); raises
+        Unavailable when the database cannot answer."""
         ...
 
     async def counts_by_status(self) -> dict[JobStatus, int]:

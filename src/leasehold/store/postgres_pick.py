@@ -27,7 +27,7 @@ from typing import Final
 COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested, releases"
 )
 SHARD: Final = "pg_backend_pid() % 16"
 SECOND: Final = "floor(extract(epoch FROM now()))::bigint"
@@ -37,7 +37,7 @@ _NOW: Final = "statement_timestamp()"
 # $1 worker_id, $2 lease seconds, $3 n; then kinds, caps (capped form), queues as used.
 _LEASE: Final = (
     "WITH lim AS (SELECT {limited} AS limited), leased AS ("
-    " UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
+    " UPDATE jobs SET status = 'running', lease_token = nextval('lease_tokens'),"
     f" attempts = attempts + 1, lease_owner = $1, lease_expires_at = {_NOW}"
     f" + make_interval(secs => $2), lease_seconds = $2, leased_at = {_NOW}, report = NULL"
     " WHERE id = ANY(ARRAY({pick})) AND status = 'queued'"
@@ -85,7 +85,7 @@ def lease_sql(*, kinds: bool, queues: bool, capped: bool) -> str:
 def _pick(kinds: bool, queues: bool, capped: bool, n_kinds: str, n_caps: str, n_q: str) -> str:
     due = f"status = 'queued' AND run_after <= {_NOW} AND NOT (SELECT limited FROM lim)"
     if not kinds and not queues:
-        return f"SELECT id FROM jobs WHERE {due} {_ORDER} LIMIT $3 FOR UPDATE SKIP LOCKED"
+        return _plain_pick(due)
     ranges, match = [], []
     if kinds:
         if capped:
@@ -110,6 +110,27 @@ def _pick(kinds: bool, queues: bool, capped: bool, n_kinds: str, n_caps: str, n_
         f" (PARTITION BY h.kind {_ORDER}) AS nth FROM ({heads}) AS h"
         f" JOIN unnest({n_kinds}::text[], {n_caps}::int[]) AS c(kind, cap) ON c.kind = h.kind"
         f") AS ranked WHERE nth <= cap {_ORDER} LIMIT $3"
+    )
+
+
+def _plain_pick(due: str) -> str:
+    """The due jobs of highest priority, a priority level at a time.
+
+    Priority leads the index, so ``run_after <= now`` cannot bound one scan of it: a level
+    full of jobs not yet due would be stepped over row by row. Instead the levels are walked
+    by a loose index scan (one probe each, highest first) and each level's due jobs are one
+    seek, as run_after orders them within it. PostgreSQL evaluates a recursive CTE only as
+    far as its reader fetches, so the walk stops once ``$3`` jobs are found.
+    """
+    return (
+        "WITH RECURSIVE p(priority) AS ("
+        " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
+        " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
+        " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+        " FROM p WHERE p.priority IS NOT NULL"
+        ") SELECT head.id FROM p CROSS JOIN LATERAL ("
+        f" SELECT id FROM jobs WHERE {due} AND priority = p.priority"
+        f" {_ORDER} LIMIT $3 FOR UPDATE SKIP LOCKED) AS head LIMIT $3"
     )
 
 
@@ -142,5 +163,16 @@ OLDEST_AVAILABLE: Final = (
     " FROM p WHERE p.priority IS NOT NULL"
     ") SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
     " AND priority = p.priority ORDER BY priority DESC, run_after LIMIT 1))"
+    " FROM p WHERE p.priority IS NOT NULL"
+)
+NEXT_RUN_AFTER: Final = (
+    # The earliest future run_after of each priority level (a loose index scan over jobs_pick).
+    "WITH RECURSIVE p(priority) AS ("
+    " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
+    " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
+    " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+    " FROM p WHERE p.priority IS NOT NULL"
+    ") SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
+    " AND priority = p.priority AND run_after > $1 ORDER BY priority DESC, run_after LIMIT 1))"
     " FROM p WHERE p.priority IS NOT NULL"
 )

@@ -35,8 +35,10 @@ from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import sqlite_lease_ids as lease_ids
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
+    AttemptPage,
     DeadFilter,
     Decide,
     Expired,
@@ -45,6 +47,7 @@ from leasehold.store.base import (
     Inserted,
     InsertedAndLeased,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -54,7 +57,8 @@ from leasehold.store.base import (
     scheduled_job,
 )
 from leasehold.store.migrations import migrations
-from leasehold.store.sqlite_pick import PLAIN, oldest_available, pick
+from leasehold.store.sqlite_pick import next_run_after, oldest_available, pick
+from leasehold.store.sqlite_read import Readers
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
@@ -63,7 +67,7 @@ SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
 _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested, releases"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
@@ -72,10 +76,19 @@ _INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (9 variables each)
 _GUARDED_WRITE: Final = (
     "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
     " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
-    " last_error = ?, report = ?, cancel_requested = ?"
+    " last_error = ?, report = ?, cancel_requested = ?, releases = ?"
     " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
+# A job list's columns without payload and result (JSON null and SQL NULL in their place).
+_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null',").replace(" result,", " NULL,")
+# The index that serves a job list, by (status given, kind given).
+_LIST_INDEXES: Final = {
+    (False, False): "",
+    (True, False): "INDEXED BY jobs_status",
+    (False, True): "INDEXED BY jobs_kind",
+    (True, True): "INDEXED BY jobs_kind_status",
+}
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -110,6 +123,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         priority=row[19],
         queue=row[20],
         cancel_requested=bool(row[21]),
+        releases=row[22],
     )
 
 
@@ -126,6 +140,7 @@ def _write_params(before: Job, after: Job) -> tuple[Any, ...]:
         after.last_error,
         after.report,
         after.cancel_requested,
+        after.releases,
         before.id,
         before.lease_token,
         before.status,
@@ -179,6 +194,18 @@ class _Tally:
         )
 
 
+class _TokenCounter:
+    """Hands out lease tokens, one per row, to the SQL function ``next_lease_token()``
+    within one lease statement; loaded from and saved to ``lease_tokens`` around it."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def next(self) -> int:
+        self.last += 1
+        return self.last
+
+
 class SqliteStore:
     """A Store on one SQLite file in WAL mode (see the module docstring)."""
 
@@ -195,6 +222,8 @@ class SqliteStore:
         # Held while a transaction runs, by the writer thread or the event loop.
         self._busy = threading.Lock()
         self._inline: list[tuple[Op, asyncio.Future[Any]]] | None = None  # for this turn
+        self._tokens = _TokenCounter()
+        self._readers: Readers | None = None
 
     # -- the writer thread ------------------------------------------------------------
 
@@ -206,8 +235,13 @@ class SqliteStore:
         )
         self._thread.start()
         await ready
+        if self._path not in ("", ":memory:") and not self._path.startswith("file:"):
+            self._readers = Readers(self._path)  # after the writer has migrated the file
 
     async def close(self) -> None:
+        if self._readers is not None:
+            await asyncio.to_thread(self._readers.close)
+            self._readers = None
         if self._thread is None:
             return
         self._queue.put(_STOP)
@@ -223,6 +257,7 @@ class SqliteStore:
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA busy_timeout = 10000")
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.create_function("next_lease_token", 0, self._tokens.next)
         self._migrate(conn)
         return conn
 
@@ -305,6 +340,13 @@ class SqliteStore:
             return [(future, None, failure) for _, future in batch]
         return answers
 
+    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """A read: on a reader connection, off the writer thread (an in-memory database
+        has no other connection to read it from)."""
+        if self._readers is None:
+            return await self._call(op)
+        return await self._readers.read(op)
+
     async def _call(self, op: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:
         (future,) = self._submit([op], small=small)
         result: T = await future
@@ -375,7 +417,7 @@ class SqliteStore:
                 fresh.append(new)
                 continue
             seen = known[key] if key in known else fresh[pending[key]]
-            if compare and seen.request_hash != new.request_hash:
+            if compare and not new.matches(seen.request_hash):
                 # The key itself is not quoted: it is client input (DESIGN.md §10).
                 used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
                 raise IdempotencyConflict(
@@ -481,26 +523,36 @@ class SqliteStore:
 
     def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
         now = self._clock.now().timestamp()
+        if request.request_id is not None:
+            replayed = lease_ids.replay(conn, request, now, _COLUMNS, _job)
+            if replayed is not None:
+                held = sorted(replayed, key=lease_order)
+                if request.seal is not None:
+                    request.seal(held)
+                return held
         ids = pick(conn, request, now)
-        if ids == []:
+        if not ids:
             return []
         # The ids as one parameter, so the statement text never changes: SQLite then
         # reuses its compiled form (compiling it anew costs more than running it).
-        chosen = PLAIN if ids is None else "SELECT value FROM json_each(:ids)"
+        # Tokens are coordinator-wide: every lease's is above every token issued before.
+        (self._tokens.last,) = conn.execute("SELECT last FROM lease_tokens").fetchone()
         rows = conn.execute(
-            "UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
+            "UPDATE jobs SET status = 'running', lease_token = next_lease_token(),"
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
-            f" WHERE id IN ({chosen}) AND status = 'queued' RETURNING {_COLUMNS}",
+            " WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'queued'"
+            f" RETURNING {_COLUMNS}",
             {
                 "ids": orjson.dumps(ids).decode(),
-                "n": request.max_jobs,
                 "now": now,
                 "owner": request.worker_id,
                 "expires": now + request.lease_seconds,
                 "seconds": request.lease_seconds,
             },
         ).fetchall()
+        if rows:
+            conn.execute("UPDATE lease_tokens SET last = ?", (self._tokens.last,))
         jobs = sorted((_job(r) for r in rows), key=lease_order)
         conn.executemany(
             "INSERT INTO attempts (job_id, token, worker_id, leased_at, outcome)"
@@ -512,6 +564,10 @@ class SqliteStore:
             # Wait: from when the job became available to now.
             tally.add("leased", job.kind, max(0.0, now - job.run_after.timestamp()))
         tally.write(conn)
+        if request.request_id is not None:
+            lease_ids.remember(conn, request, jobs, now)
+        if request.seal is not None:
+            request.seal(jobs)  # raising rolls this lease back (its savepoint)
         return jobs
 
     async def job_get(self, job_id: int) -> Job | None:
@@ -519,7 +575,7 @@ class SqliteStore:
             row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
             return _job(row) if row is not None else None
 
-        return await self._call(op, small=True)
+        return await self._read(op)
 
     async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
         return await self._call(lambda conn: self._decide(conn, items), small=len(items) == 1)
@@ -590,7 +646,18 @@ class SqliteStore:
 
         return await self._call(op)
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        def op(conn: sqlite3.Connection) -> tuple[set[str], set[str]]:
+            kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM job_counts")}
+            queues = {q for (q,) in conn.execute("SELECT DISTINCT queue FROM job_counts")}
+            return kinds, queues
+
+        return await self._read(op)
+
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        return await self._read(lambda conn: _dt(next_run_after(conn, after.timestamp())))
+
+    async def job_list(self, query: JobFilter) -> JobList:
         where: list[str] = ["id > ?"]
         params: list[object] = [query.after_id or 0]
         if query.status is not None:
@@ -599,10 +666,25 @@ class SqliteStore:
         if query.kind is not None:
             where.append("kind = ?")
             params.append(query.kind)
-        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
-        return await self._call(
-            lambda conn: [_job(r) for r in conn.execute(sql, [*params, query.limit])]
-        )
+        # Named, because without ANALYZE statistics SQLite may walk the primary key in id
+        # order and filter every row; each filter has an index ending in id.
+        index = _LIST_INDEXES[query.status is not None, query.kind is not None]
+        columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
+        sql = f"SELECT {columns} FROM jobs {index} WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+
+        def op(conn: sqlite3.Connection) -> JobList:
+            page = JobList()
+            spent = 0
+            # Row by row, so a page over its budget is never read whole into memory.
+            for row in conn.execute(sql, [*params, query.limit]):
+                spent += len(row[2]) + len(row[16] or "")
+                if query.max_bytes is not None and spent > query.max_bytes and page:
+                    page.cut = True
+                    break
+                page.append(_job(row))
+            return page
+
+        return await self._read(op)
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:
         where: list[str] = ["status = 'dead'"]
@@ -614,16 +696,18 @@ class SqliteStore:
             where.append("instr(last_error, ?) > 0")
             params.append(query.error_contains)
         sql = f"SELECT id FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
-        return await self._call(
+        return await self._read(
             lambda conn: [i for (i,) in conn.execute(sql, [*params, query.limit])]
         )
 
-    async def attempts_list(self, job_id: int) -> list[Attempt]:
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        page = page or AttemptPage(limit=-1)  # SQLite: a negative LIMIT is no limit
+
         def op(conn: sqlite3.Connection) -> list[Attempt]:
             rows = conn.execute(
                 "SELECT job_id, token, worker_id, leased_at, finished_at, outcome, error"
-                " FROM attempts WHERE job_id = ? ORDER BY token",
-                (job_id,),
+                " FROM attempts WHERE job_id = ? AND token > ? ORDER BY token LIMIT ?",
+                (job_id, page.after_token or 0, page.limit),
             )
             return [
                 Attempt(
@@ -638,7 +722,16 @@ class SqliteStore:
                 for r in rows
             ]
 
-        return await self._call(op)
+        return await self._read(op)
+
+    async def ping(self) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            # On the writer thread, inside its write transaction: it answers only when a
+            # write could be made (the database not locked by another process, the disk
+            # answering).
+            conn.execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchall()
+
+        await self._call(op)
 
     async def counts_by_status(self) -> dict[JobStatus, int]:
         def op(conn: sqlite3.Connection) -> dict[JobStatus, int]:
@@ -647,7 +740,7 @@ class SqliteStore:
                 counts[JobStatus(status)] = n
             return counts
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def stats(self, windows: Sequence[int]) -> StatsSnapshot:
         def op(conn: sqlite3.Connection) -> StatsSnapshot:
@@ -677,7 +770,7 @@ class SqliteStore:
                 now, dict(counts), totals, window_sums, _dt(oldest), dict(queue_counts)
             )
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def prune(self, keep_seconds: int) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -691,7 +784,7 @@ class SqliteStore:
             rows = conn.execute("SELECT name, kind, value FROM counters")
             return {(name, kind): value for name, kind, value in rows}
 
-        return await self._call(op)
+        return await self._read(op)
 
     # -- schedules and limits -----------------------------------------------------------
 
@@ -701,10 +794,10 @@ class SqliteStore:
         )
 
     async def schedule_get(self, name: str) -> Schedule | None:
-        return await self._call(lambda conn: sched.schedule_get(conn, name))
+        return await self._read(lambda conn: sched.schedule_get(conn, name))
 
     async def schedule_list(self) -> list[Schedule]:
-        return await self._call(sched.schedule_list)
+        return await self._read(sched.schedule_list)
 
     async def schedule_delete(self, name: str) -> bool:
         return await self._call(lambda conn: sched.schedule_delete(conn, name))
@@ -730,7 +823,7 @@ class SqliteStore:
         return await self._call(lambda conn: sched.limit_delete(conn, kind))
 
     async def limit_list(self) -> list[KindLimit]:
-        return await self._call(sched.limit_list)
+        return await self._read(sched.limit_list)
 
 
 def _deliver(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
