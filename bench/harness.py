@@ -98,7 +98,10 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     """User + system CPU seconds these live processes have used so far."""
     total = 0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # gone meanwhile (a database server's backend for a closed connection)
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
     return total / _TICKS
 
