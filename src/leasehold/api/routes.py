@@ -157,7 +157,12 @@ async def enqueue(
                 "the Idempotency-Key header and the body carry different keys"
             )
         key = idempotency_key
-    inserted = await service_of(request).enqueue(
+    return await enqueue_reply(service_of(request), body, key)
+
+
+async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | None) -> Response:
+    """POST /jobs once its input is parsed (also answered by ``api.fastpath``)."""
+    inserted = await service.enqueue(
         Enqueue(
             body.kind,
             body.payload,
