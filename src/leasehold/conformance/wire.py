@@ -49,7 +49,11 @@ class Wire:
         raw: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> Answer:
-        sent = {**self.headers, **(headers or {})}
+        sent = dict(self.headers)
+        if method != "GET":
+            # Every state change declares JSON, with a body or without one (PROTOCOL.md).
+            sent["Content-Type"] = "application/json"
+        sent |= headers or {}
         kwargs: dict[str, Any] = {"headers": sent}
         if raw is not None:
             kwargs["data"] = raw
