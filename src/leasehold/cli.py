@@ -23,6 +23,7 @@ from leasehold.demo import demo as _demo
 from leasehold.logs import LogFormat, LogLevel, configure_logging, configure_quiet_logging
 from leasehold.settings import (
     KEEP_ALIVE_TIMEOUT_SECONDS,
+    MAX_ANSWER_BYTES,
     MAX_HEADER_BYTES,
     MAX_HEADERS,
     MAX_PAYLOAD_BYTES,
@@ -187,6 +188,24 @@ def serve(
         min=0,
         help="Long polls waiting at once, at most; past it a poll answers after one look.",
     ),
+    max_answer_bytes: int = typer.Option(
+        MAX_ANSWER_BYTES,
+        envvar="LEASEHOLD_MAX_ANSWER_BYTES",
+        min=1,
+        help="Jobs' JSON in one answer: a GET /jobs page or a batch lease stops before it.",
+    ),
+    max_kinds: int = typer.Option(
+        1000,
+        envvar="LEASEHOLD_MAX_KINDS",
+        min=1,
+        help="Distinct job kinds accepted; a job of one more kind is refused (422).",
+    ),
+    max_queues: int = typer.Option(
+        100,
+        envvar="LEASEHOLD_MAX_QUEUES",
+        min=1,
+        help="Distinct queues accepted; a job in one more queue is refused (422).",
+    ),
 ) -> None:
     """Run the coordinator."""
     from leasehold.api.app import create_app
@@ -216,6 +235,9 @@ def serve(
         request_timeout_seconds=request_timeout_seconds,
         keep_alive_timeout_seconds=keep_alive_timeout_seconds,
         max_waiting_polls=max_waiting_polls,
+        max_answer_bytes=max_answer_bytes,
+        max_kinds=max_kinds,
+        max_queues=max_queues,
     )
     configure_logging(log_format, log_level)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel
@@ -47,7 +47,13 @@ from leasehold.api.schemas import (
     RequeueCount,
     StatsOut,
 )
-from leasehold.api.wire import item_result_wire, job_json, lease_wire, reply_json
+from leasehold.api.wire import (
+    item_result_wire,
+    job_json,
+    lease_wire,
+    reply_json,
+    summary_wire,
+)
 from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
 from leasehold.errors import (
     IdempotencyConflict,
@@ -151,7 +157,12 @@ async def enqueue(
                 "the Idempotency-Key header and the body carry different keys"
             )
         key = idempotency_key
-    inserted = await service_of(request).enqueue(
+    return await enqueue_reply(service_of(request), body, key)
+
+
+async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | None) -> Response:
+    """POST /jobs once its input is parsed (also answered by ``api.fastpath``)."""
+    inserted = await service.enqueue(
         Enqueue(
             body.kind,
             body.payload,
@@ -291,10 +302,20 @@ async def list_jobs(
     kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    fields: Annotated[
+        Literal["full", "summary"],
+        Query(description="`summary` leaves each job's payload and result out"),
+    ] = "full",
 ) -> Response:
-    jobs = await service_of(request).list_jobs(JobFilter(status, kind, _cursor(cursor), limit))
-    next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
-    return reply(JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
+    """A page in id order. It also ends early, with a ``next_cursor``, before its jobs'
+    payloads and results pass the answer budget (``--max-answer-bytes``)."""
+    summary = fields == "summary"
+    budget = request.app.state.settings.max_answer_bytes
+    query = JobFilter(status, kind, _cursor(cursor), limit, max_bytes=budget, summary=summary)
+    page = await service_of(request).list_jobs(query)
+    more = page and (len(page) == limit or page.cut)
+    wire = [summary_wire(j) for j in page] if summary else [job_json(j) for j in page]
+    return reply_json({"jobs": wire, "next_cursor": str(page[-1].id) if more else None})
 
 
 @router.post("/jobs/requeue", response_model=RequeueCount, responses=errors(), dependencies=_ADMIN)

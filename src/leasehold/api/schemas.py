@@ -354,9 +354,36 @@ class BatchResultOut(BaseModel):
     results: list[ItemResultOut]
 
 
+class JobSummaryOut(BaseModel):
+    """A job without its payload and result (``GET /jobs?fields=summary``)."""
+
+    id: int
+    kind: str
+    status: JobStatus
+    attempts: int
+    max_attempts: int
+    run_after: UtcTime
+    created_at: UtcTime
+    lease_owner: str | None
+    lease_expires_at: UtcTime | None
+    lease_token: int
+    idempotency_key: str | None
+    last_error: str | None
+    leased_at: UtcTime | None
+    finished_at: UtcTime | None
+    priority: int
+    queue: str
+    cancel_requested: bool
+
+
 class JobPage(BaseModel):
-    jobs: list[JobOut]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page")
+    jobs: list[JobOut | JobSummaryOut] = Field(
+        description="in id order; each a JobSummaryOut with `fields=summary`"
+    )
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page: set when the page is full, or when"
+        " it stopped at the answer's byte budget"
+    )
 
 
 class AttemptOut(BaseModel):

@@ -16,10 +16,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from leasehold.core.schedule import Firing, Schedule, ScheduleSpec, idempotency_key
-from leasehold.core.transitions import Outcome
 from leasehold.errors import LeaseholdError
-from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
+from leasehold.model import (
+    DEFAULT_QUEUE,
+    JSON,
+    Attempt,
+    Firing,
+    Job,
+    JobStatus,
+    Outcome,
+    Schedule,
+    ScheduleSpec,
+    schedule_idempotency_key,
+)
 
 Decide = Callable[[Job, datetime], Outcome]
 """A rule bound to its request: takes the stored job and now, returns the outcome."""
@@ -89,6 +98,16 @@ class JobFilter:
     kind: str | None = None
     after_id: int | None = None  # cursor: jobs with a larger id
     limit: int = 100
+    # Stop the page before the jobs' payloads and results (as stored JSON) pass this many
+    # bytes; the first job is always included. None: no budget.
+    max_bytes: int | None = None
+    summary: bool = False  # leave payload and result out (not even read): None in the jobs
+
+
+class JobList(list[Job]):
+    """A page of jobs; ``cut``: it stopped at its byte budget and more jobs follow."""
+
+    cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +167,7 @@ class Fired:
 def scheduled_job(schedule: Schedule, fire_time: datetime) -> NewJob:
     """The job a schedule enqueues for one fire time, keyed so it exists at most once."""
     spec = schedule.spec
-    key = idempotency_key(spec.name, fire_time)
+    key = schedule_idempotency_key(spec.name, fire_time)
     return NewJob(
         kind=spec.kind,
         payload=spec.payload,
@@ -226,13 +245,18 @@ class Store(Protocol):
         """Running jobs whose lease has run out, oldest expiry first."""
         ...
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        """The distinct kinds and queues jobs have ever had in this database (their counts
+        are kept even at zero), for the caps on distinct names."""
+        ...
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         """The earliest run_after later than ``after`` among queued jobs: when the next job
         becomes due as time passes (None: none will). Found without stepping over jobs."""
         ...
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
-        """Jobs ordered by id, after the cursor, filtered."""
+    async def job_list(self, query: JobFilter) -> JobList:
+        """Jobs ordered by id, after the cursor, filtered, within the byte budget."""
         ...
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:
