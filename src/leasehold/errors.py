@@ -178,7 +178,6 @@ class Unavailable(LeaseholdError):
 
 
 class Unanswerable(LeaseholdError):
-    """The answer could not be built, so the request was rolled back: nothing was
-    changed."""
+    """The answer could not be built, so nothing was changed."""
 
     code = "unanswerable"
