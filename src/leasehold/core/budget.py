@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from leasehold.core.answer import encode, job_wire
+from leasehold.core import answer
 from leasehold.errors import LeaseholdError, Unanswerable
 from leasehold.model import Job
 from leasehold.store.base import lease_order
@@ -42,7 +42,7 @@ def budget_seal(max_bytes: int) -> Callable[[Sequence[Job]], None]:
         spent = 0
         for n, job in enumerate(sorted(jobs, key=lease_order)):
             try:
-                spent += len(encode(job_wire(job)))
+                spent += len(answer.encode(answer.job_wire(job)))
             except (TypeError, ValueError) as exc:  # orjson.JSONEncodeError is a TypeError
                 raise Unanswerable() from exc
             if spent > max_bytes and n > 0:
