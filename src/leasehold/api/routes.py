@@ -55,6 +55,7 @@ from leasehold.errors import (
 )
 from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import Job, JobStatus
+from leasehold.settings import MAX_WAIT_SECONDS
 from leasehold.store.base import DeadFilter, JobFilter
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -272,8 +273,22 @@ async def requeue_dead(body: BulkRequeueRequest, request: Request) -> Response:
 @router.get(
     "/jobs/{job_id}", response_model=JobOut, responses=errors(404), dependencies=_JOB_READERS
 )
-async def get_job(job_id: str, request: Request) -> Response:
-    return reply(JobOut.of(await service_of(request).get(parse_job_id(job_id))))
+async def get_job(
+    job_id: str,
+    request: Request,
+    wait_seconds: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            allow_inf_nan=False,
+            description="wait up to this long for the job to be completed, dead or cancelled",
+        ),
+    ] = 0.0,
+) -> Response:
+    service, jid = service_of(request), parse_job_id(job_id)
+    job = await (service.wait(jid, wait_seconds) if wait_seconds > 0 else service.get(jid))
+    return reply(JobOut.of(job))
 
 
 @router.get(

@@ -30,6 +30,7 @@ from leasehold.client._items import (
     parse_results,
 )
 from leasehold.client._new import MAX_BATCH, NewJob
+from leasehold.client._result import result_of, wait_finished
 from leasehold.client._transport import Transport
 from leasehold.errors import InvalidRequest
 from leasehold.model import JSON, Attempt, Job, JobStatus
@@ -257,8 +258,26 @@ class Client:
 
     # -- reading and operating ----------------------------------------------------------
 
-    async def get(self, job_id: int) -> Job:
-        return parse_job(await self._call("GET", f"/jobs/{job_id}"))
+    async def get(self, job_id: int, *, wait_seconds: float = 0.0) -> Job:
+        """The job. With ``wait_seconds`` (at most 30), the coordinator answers as soon as
+        the job is completed, dead or cancelled, or after that long with the job as it is."""
+        if wait_seconds <= 0:
+            return parse_job(await self._call("GET", f"/jobs/{job_id}"))
+        params = {"wait_seconds": repr(float(wait_seconds))}
+        timeout = wait_seconds + self._transport.timeout_seconds
+        data = await self._call("GET", f"/jobs/{job_id}", params=params, timeout_seconds=timeout)
+        return parse_job(data)
+
+    async def wait(self, job_id: int, *, timeout: float | None = None) -> Job:  # noqa: ASYNC109 (sent as the long poll's wait)
+        """The job once it is completed, dead or cancelled, by long polls of the coordinator
+        (no polling loop here: each request answers when the job ends). ``ResultTimeout``
+        (a ``TimeoutError``) if it has not ended within ``timeout`` seconds (None: wait on)."""
+        return await wait_finished(self.get, job_id, timeout)
+
+    async def result(self, job_id: int, *, timeout: float | None = None) -> JSON:  # noqa: ASYNC109 (sent as the long poll's wait)
+        """The result of the job once it has completed. ``JobFailed`` if it ended dead,
+        ``JobCancelled`` if cancelled, ``ResultTimeout`` if not finished within ``timeout``."""
+        return result_of(await self.wait(job_id, timeout=timeout))
 
     async def attempts(self, job_id: int) -> list[Attempt]:
         """The history of the job's leases, oldest first."""

@@ -99,6 +99,8 @@ class SyncClient:
     fail_many = _blocking(Client.fail_many)
     release = _blocking(Client.release)
     get = _blocking(Client.get)
+    wait = _blocking(Client.wait)
+    result = _blocking(Client.result)
     attempts = _blocking(Client.attempts)
     requeue = _blocking(Client.requeue)
     requeue_dead = _blocking(Client.requeue_dead)

@@ -15,6 +15,7 @@ import orjson
 import structlog
 
 from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.finish import Finishes, is_finished, wait_finished
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
@@ -218,6 +219,7 @@ class JobService:
         self.rng = rng or random.Random()
         self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
+        self.finishes = Finishes()  # requests waiting for a job to end (GET ?wait_seconds)
         self.metrics = Metrics()
         self.stopping = False
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
@@ -227,6 +229,7 @@ class JobService:
         have) instead of holding the shutdown until they time out."""
         self.stopping = True
         self.wakeup.notify()
+        self.finishes.fire_all()
 
     def oversize(self, what: str, value: JSON) -> PayloadTooLarge | None:
         # Measured as stored: compact JSON. The body cap alone would let a payload nearly
@@ -405,6 +408,18 @@ class JobService:
             raise JobNotFound(f"no job has id {job_id}")
         return job
 
+    async def wait(self, job_id: int, seconds: float) -> Job:
+        """The job as soon as it is completed, dead or cancelled, or as it is after
+        ``seconds`` (DESIGN.md §9, "Waiting for a job to finish")."""
+        return await wait_finished(
+            self.finishes,
+            job_id,
+            partial(self.get, job_id),
+            seconds,
+            _POLL_RECHECK_SECONDS,
+            lambda: self.stopping,
+        )
+
     async def list_jobs(self, query: JobFilter) -> list[Job]:
         return await self.store.job_list(query)
 
@@ -463,6 +478,8 @@ class JobService:
         for outcome in reaped:
             _log_outcome(outcome, outcome.job.lease_token)
             self.metrics.decided(outcome)
+            if is_finished(outcome.job):
+                self.finishes.fire(outcome.job.id)
         self.wakeup.notify(len(reaped))
         return len(reaped)
 
@@ -482,6 +499,8 @@ class JobService:
             _log_outcome(outcome, token)
             self.metrics.decided(outcome)
             answers.append(outcome.error or outcome.job)
+            if outcome.changed and is_finished(outcome.job):
+                self.finishes.fire(job_id)
             # A retry still in its backoff wakes a lessee for nothing; that costs one read.
             available += outcome.changed and outcome.job.status is JobStatus.QUEUED
         self.wakeup.notify(available)

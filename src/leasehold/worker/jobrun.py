@@ -17,6 +17,7 @@ from leasehold.errors import (
     LeaseholdError,
     PayloadTooLarge,
 )
+from leasehold.worker.context import enter_job
 from leasehold.worker.execute import Failed, Interrupted, Outcome, Succeeded, execute
 from leasehold.worker.job import LeasedJob
 from leasehold.worker.lease import LeaseKeeper, Renewer
@@ -78,6 +79,7 @@ class JobRunner:
         structlog.contextvars.bind_contextvars(
             job_id=job.id, kind=job.kind, attempt=job.attempt, token=job.token
         )
+        enter_job(job)  # current_job(), for this task and the handler's thread
         handler = self.registry.get(job.kind)
         if handler is None:
             handler_done()
