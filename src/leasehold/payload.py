@@ -30,9 +30,11 @@ class PayloadSchema:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.name = getattr(fn, "__qualname__", repr(fn))
-        self.signature = inspect.signature(fn)
-        hints = get_type_hints(fn)
+        # eval_str: annotations written under ``from __future__ import annotations`` are
+        # strings until resolved, and error messages show the signature.
+        self.signature = inspect.signature(fn, eval_str=True)
         params = list(self.signature.parameters.values())
+        hints = {p.name: p.annotation for p in params if p.annotation is not p.empty}
         for p in params:
             if p.kind not in _NAMED:
                 raise TypeError(
@@ -61,16 +63,21 @@ class PayloadSchema:
     def describe(self) -> str:
         return f"{self.name}{self.signature}"
 
-    def dump(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> JSON:
-        """The payload for a call with these arguments; ``PayloadError`` if they do not fit."""
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Every argument of a call by name, defaults included (``PayloadError`` if the
+        call does not fit the signature)."""
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise PayloadError(f"{self.describe()}: {exc}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def dump(self, arguments: Mapping[str, Any]) -> JSON:
+        """The payload for these arguments (from ``bind``); ``PayloadError`` if they do
+        not fit the types."""
         value: Any = (
-            bound.arguments[self.model_param]
-            if self.model_param is not None
-            else dict(bound.arguments)
+            arguments[self.model_param] if self.model_param is not None else dict(arguments)
         )
         try:
             validated = self._adapter.validate_python(value)

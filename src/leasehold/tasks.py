@@ -122,18 +122,19 @@ class Task(Generic[P, R]):
     def payload(self, *args: P.args, **kwargs: P.kwargs) -> JSON:
         """The JSON payload a call with these arguments enqueues (``PayloadError`` if they
         do not fit the signature)."""
-        return self.schema.dump(args, kwargs)
+        return self.schema.dump(self.schema.bind(args, kwargs))
 
     def new_job(self, *args: P.args, **kwargs: P.kwargs) -> NewJob:
         """The job a call with these arguments enqueues, for ``client.enqueue_many``."""
         return self._new(args, kwargs)
 
     def _new(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> NewJob:
-        payload = self.schema.dump(args, kwargs)
+        arguments = self.schema.bind(args, kwargs)
+        payload = self.schema.dump(arguments)
         o = self.defaults
         key = o.idempotency_key
         if key is None and self.key is not None:
-            key = self.key(*args, **kwargs)
+            key = self.key(**arguments)
         return NewJob(self.kind, payload, o.max_attempts, o.run_after, key, o.priority, o.queue)
 
     @overload
@@ -222,8 +223,9 @@ def task(
     idempotency_key: Callable[..., str] | None = None,
 ) -> _Declare:
     """Declare a typed task (see the module's docstring). ``kind`` defaults to the
-    function's name; ``idempotency_key`` is called with the enqueue's arguments and
-    answers the job's key (the same arguments, the same job)."""
+    function's name; ``idempotency_key`` is called with the enqueue's arguments, all by
+    name and defaults included, and answers the job's key (the same arguments, the same
+    job)."""
     options = TaskOptions(
         queue=queue, priority=priority, max_attempts=max_attempts, timeout=timeout
     )
