@@ -109,7 +109,7 @@ async def test_a_run_over_the_timeout_fails_and_is_retried() -> None:
     async def slow() -> None:
         await asyncio.Event().wait()
 
-    with pytest.raises(TaskTimeout, match="slow ran over its timeout of 0.05 s"):
+    with pytest.raises(TaskTimeout, match=r"slow ran over its timeout of 0\.05 s"):
         await slow.handle(leased("slow", {}))
 
 
