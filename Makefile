@@ -2,24 +2,40 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PORT ?= 8080
+# Extras for `make install` / `make run`, e.g. EXTRAS=postgres or EXTRAS=postgres,otel.
+EXTRAS ?=
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test lint typecheck unit install clean bench screenshot
+.PHONY: run test lint typecheck unit install install-test clean bench screenshot
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+
+# What running needs, and nothing else (no test tools).
+$(STAMP): pyproject.toml $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	touch $(STAMP)
 
+# The test tools and every extra the tests exercise (postgres, otel, django).
+$(TEST_STAMP): pyproject.toml $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP) $(TEST_STAMP)
+
+## Create .venv and install leasehold with its runtime dependencies only
 install: $(STAMP)
 
-## Start the coordinator on the embedded SQLite default at http://127.0.0.1:8080
+## Install the test tools too (make test does this)
+install-test: $(TEST_STAMP)
+
+## Start the coordinator on the embedded SQLite default at http://127.0.0.1:$(PORT) (make run PORT=8081)
 run: $(STAMP)
-	$(BIN)/leasehold serve
+	$(BIN)/leasehold serve --port $(PORT)
 
 ## Lint, type-check and run every test (PostgreSQL and chromium are installed if missing)
-test: $(STAMP)
+test: $(TEST_STAMP)
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-browser.sh
 	$(BIN)/ruff check src tests bench scripts
@@ -28,7 +44,7 @@ test: $(STAMP)
 	$(BIN)/pytest
 
 ## Retake docs/dashboard.png from a real coordinator with a simulated workload (about a minute)
-screenshot: $(STAMP)
+screenshot: $(TEST_STAMP)
 	bash scripts/ensure-browser.sh
 	$(BIN)/python -m tests.browser.screenshot docs/dashboard.png
 

@@ -18,6 +18,7 @@ from leasehold.handles import AsyncHandle, Handle
 from leasehold.model import Job, JobStatus
 from leasehold.payload import PayloadError
 from leasehold.tasks import Task, TaskOptions, TaskTimeout, task
+from leasehold.version import __version__
 from leasehold.worker.context import WorkerContext, current_context, current_job
 
 __all__ = [
@@ -43,8 +44,8 @@ __all__ = [
     "TaskOptions",
     "TaskTimeout",
     "WorkerContext",
+    "__version__",
     "current_context",
     "current_job",
     "task",
 ]
-__version__ = "0.1.0"

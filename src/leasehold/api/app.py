@@ -25,6 +25,7 @@ from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
 from leasehold.tokens import Authenticator
+from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold")
 
@@ -75,7 +76,7 @@ def create_app(
     app = FastAPI(
         title="leasehold",
         summary="A distributed job queue with fenced leases",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
     )
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

@@ -11,6 +11,7 @@ import orjson
 
 from leasehold.client._answers import error_from_answer
 from leasehold.errors import Unavailable
+from leasehold.version import __version__
 
 
 class Transport:
@@ -20,7 +21,7 @@ class Transport:
         self, url: str, token: str | None, timeout_seconds: float, max_connections: int
     ) -> None:
         self.url = url.rstrip("/")
-        self.headers = {"Accept": "application/json"}
+        self.headers = {"Accept": "application/json", "User-Agent": f"leasehold/{__version__}"}
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
         self.timeout_seconds = timeout_seconds

@@ -31,6 +31,7 @@ import structlog
 
 from leasehold.client import NO_RETRY, Client, Lease, RetryPolicy
 from leasehold.errors import LeaseholdError, Unavailable
+from leasehold.version import __version__
 from leasehold.worker.capacity import Capacity
 from leasehold.worker.context import Hook, WorkerContext, enter_worker, run_hook
 from leasehold.worker.execute import describe
@@ -127,6 +128,7 @@ class Worker:
         missing = sorted(set(self.kinds) - set(self.registry.kinds))
         log.info(
             "worker.started",
+            version=__version__,
             url=self.client.url,
             kinds=list(self.kinds),
             queues=list(self.settings.queues) if self.settings.queues else None,
