@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,9 +28,15 @@ class Transport:
         self.timeout_seconds = timeout_seconds
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._pid = os.getpid()
 
     def session(self) -> aiohttp.ClientSession:
         # Made on first use, because a session belongs to the event loop it was made on.
+        if self._pid != os.getpid():
+            # A forked child (gunicorn --preload, prefork workers): the session, its sockets
+            # and its loop are the parent's. Left alone, not closed: closing would run on a
+            # loop that does not run here. The child opens connections of its own.
+            self._session, self._pid = None, os.getpid()
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self.max_connections)
             self._session = aiohttp.ClientSession(connector=connector, headers=self.headers)
