@@ -57,6 +57,7 @@ from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import Job, JobStatus
 from leasehold.settings import MAX_WAIT_SECONDS
 from leasehold.store.base import DeadFilter, JobFilter
+from leasehold.tracing import tag_jobs
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -158,8 +159,10 @@ async def enqueue(
             key,
             body.priority,
             body.queue,
+            body.headers,
         )
     )
+    tag_jobs([inserted.job.id])
     return reply_json(job_wire(inserted.job), 201 if inserted.created else 200)
 
 
@@ -181,6 +184,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
                 j.idempotency_key,
                 j.priority,
                 j.queue,
+                j.headers,
             )
             for j in body.jobs
         ]
@@ -208,6 +212,7 @@ async def lease(body: LeaseRequest, request: Request) -> Response:
     )
     if not jobs:
         return Response(status_code=204)
+    tag_jobs(j.id for j in jobs)
     if body.max_jobs is not None:
         return reply_json({"leases": [lease_wire(j) for j in jobs]})
     return reply_json(lease_wire(jobs[0]))
@@ -287,6 +292,7 @@ async def get_job(
     ] = 0.0,
 ) -> Response:
     service, jid = service_of(request), parse_job_id(job_id)
+    tag_jobs([jid])
     job = await (service.wait(jid, wait_seconds) if wait_seconds > 0 else service.get(jid))
     return reply(JobOut.of(job))
 

@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any, overload
 from urllib.parse import quote
 
+from leasehold import tracing
 from leasehold.client._answers import (
     DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_URL,
@@ -122,6 +123,7 @@ class Client:
         idempotency_key: str | None = None,
         priority: int | None = None,
         queue: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Job:
         """Add a job; the coordinator's defaults apply to what is not given.
 
@@ -130,9 +132,17 @@ class Client:
         never add the job twice; the key shows as ``job.idempotency_key``. Pass a key of
         your own to make the enqueue idempotent across processes and restarts as well:
         the same key with the same request returns the job already stored.
+
+        ``headers`` go with the job to every worker that leases it. With OpenTelemetry
+        installed, the current trace context is added to them (W3C ``traceparent``).
         """
-        new = NewJob(kind, payload, max_attempts, run_after, idempotency_key, priority, queue)
-        return parse_job(await self._call("POST", "/jobs", new.body()))
+        with tracing.producing(kind) as span:
+            new = NewJob(
+                kind, payload, max_attempts, run_after, idempotency_key, priority, queue, headers
+            )
+            job = parse_job(await self._call("POST", "/jobs", new.body()))
+            tracing.sent(span, [job.id])
+        return job
 
     async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[Job]:
         """Add up to ``MAX_BATCH`` (1,000) jobs in one request and one transaction, in order.
@@ -141,8 +151,12 @@ class Client:
         raises ``IdempotencyConflict`` and adds none of them. Keys are made up for jobs
         without one, as ``enqueue`` does, so a retried batch never adds a job twice.
         """
-        data = await self._call("POST", "/jobs/batch", {"jobs": [j.body() for j in jobs]})
-        return [parse_job(item["job"]) for item in data["jobs"]]
+        kinds = {j.kind for j in jobs}
+        with tracing.producing(kinds.pop() if len(kinds) == 1 else "batch", len(jobs)) as span:
+            data = await self._call("POST", "/jobs/batch", {"jobs": [j.body() for j in jobs]})
+            enqueued = [parse_job(item["job"]) for item in data["jobs"]]
+            tracing.sent(span, [j.id for j in enqueued])
+        return enqueued
 
     # -- workers ------------------------------------------------------------------------
 

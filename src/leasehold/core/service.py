@@ -60,6 +60,7 @@ class Enqueue:
     idempotency_key: str | None = None
     priority: int | None = None
     queue: str | None = None
+    headers: dict[str, str] | None = None  # not in the fingerprint: see DESIGN.md §21
 
     def new_job(self) -> NewJob:
         return NewJob(
@@ -78,6 +79,7 @@ class Enqueue:
             ),
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
+            headers=self.headers,
         )
 
 

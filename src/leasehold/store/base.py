@@ -35,6 +35,7 @@ class NewJob:
     request_hash: str
     priority: int = 0
     queue: str = DEFAULT_QUEUE
+    headers: dict[str, str] | None = None  # not part of request_hash (DESIGN.md §21)
 
 
 @dataclass(frozen=True, slots=True)

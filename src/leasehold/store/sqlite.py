@@ -55,11 +55,11 @@ SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
 _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested, headers"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
-_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (9 variables each)
+_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (10 variables each)
 # The write of a decision, guarded by the token and status it was decided on.
 _GUARDED_WRITE: Final = (
     "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
@@ -102,6 +102,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         priority=row[19],
         queue=row[20],
         cancel_requested=bool(row[21]),
+        headers=orjson.loads(row[22]) if row[22] is not None else None,
     )
 
 
@@ -372,7 +373,7 @@ class SqliteStore:
         created_at = datetime.fromtimestamp(now, UTC)
         for start in range(0, len(fresh), _INSERT_CHUNK):
             chunk = fresh[start : start + _INSERT_CHUNK]
-            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             rows: list[tuple[NewJob, str, float]] = []
             params: list[Any] = []
             for new in chunk:
@@ -388,10 +389,12 @@ class SqliteStore:
                     new.request_hash,
                     new.priority,
                     new.queue,
+                    orjson.dumps(new.headers).decode() if new.headers is not None else None,
                 )
             ids = conn.execute(
                 "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                f" idempotency_key, request_hash, priority, queue) VALUES {values} RETURNING id",
+                " idempotency_key, request_hash, priority, queue, headers)"
+                f" VALUES {values} RETURNING id",
                 params,
             ).fetchall()
             # The jobs as a read would return them, built from what was written.
@@ -410,6 +413,7 @@ class SqliteStore:
                         request_hash=new.request_hash,
                         priority=new.priority,
                         queue=new.queue,
+                        headers=new.headers,
                     )
                 )
         return created

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from leasehold import tracing
 from leasehold.client import Client, CompleteItem, FailItem, Lease
 from leasehold.errors import (
     Conflict,
@@ -93,7 +94,11 @@ class JobRunner:
         started = time.monotonic()
         self.renewer.add(keeper)
         try:
-            outcome = await execute(handler, job, keeper, self.forced)
+            with tracing.processing(
+                job.kind, job.id, job.attempt, job.token, job.worker_id, job.headers
+            ) as span:
+                outcome = await execute(handler, job, keeper, self.forced)
+                tracing.processed(span, outcome.error if isinstance(outcome, Failed) else None)
         finally:
             self.renewer.remove(keeper)
             handler_done()
