@@ -20,6 +20,7 @@ The tree::
     ├── PayloadTooLarge         the request body or payload is over a cap (413)
     ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
     ├── Unavailable             the coordinator cannot serve right now    (503)
+    ├── Unanswerable            the answer could not be built: nothing was changed (500)
     ├── JobFailed               a waited-for job ended dead        (client side only)
     └── ResultTimeout           a waited-for job did not finish in time (client side;
                                 also a TimeoutError)
@@ -148,6 +149,13 @@ class Unavailable(LeaseholdError):
     """The coordinator cannot serve the request right now; retry later."""
 
     code = "unavailable"
+
+
+class Unanswerable(LeaseholdError):
+    """The answer could not be built, so the request was rolled back: nothing was
+    changed."""
+
+    code = "unanswerable"
 
 
 class JobFailed(LeaseholdError):
