@@ -38,8 +38,8 @@ run: $(STAMP)
 test: $(TEST_STAMP)
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-browser.sh
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check src tests bench scripts examples
+	$(BIN)/ruff format --check src tests bench scripts examples
 	$(BIN)/mypy
 	$(BIN)/pytest
 
