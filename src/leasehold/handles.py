@@ -27,6 +27,7 @@ class AsyncHandle(Generic[R]):
         return self.job.id
 
     async def result(self, timeout: float | None = None) -> R:  # noqa: ASYNC109 (sent as the long poll's wait)
+        """The job's result as the task's return type, once it has completed."""
         return self._decode(await self.client.result(self.job.id, timeout=timeout))
 
     async def wait(self, timeout: float | None = None) -> Job:  # noqa: ASYNC109 (sent as the long poll's wait)
@@ -51,9 +52,11 @@ class Handle(Generic[R]):
         return self.job.id
 
     def result(self, timeout: float | None = None) -> R:
+        """The job's result as the task's return type, once it has completed."""
         return self._decode(self.client.result(self.job.id, timeout=timeout))
 
     def wait(self, timeout: float | None = None) -> Job:
+        """The job once it has ended, whichever way (``ResultTimeout`` if not in time)."""
         return self.client.wait(self.job.id, timeout=timeout)
 
     def __repr__(self) -> str:

@@ -34,7 +34,8 @@ class Order(BaseModel):
 
 @task(kind="t-total", max_attempts=2)
 async def total(order: Order) -> int:
-    return len(order.lines) * current_context().state["unit_price"]
+    price: int = current_context().state["unit_price"]
+    return len(order.lines) * price
 
 
 @task(kind="t-greet")

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from leasehold.admin import parse
-from leasehold.admin.connect import EXIT_CODES_HELP, Token, Url, connected
+from leasehold.admin.connect import EXIT_CODES_HELP, Token, TokenFile, Url, connected
 from leasehold.admin.wire import print_json
 from leasehold.client import DEFAULT_URL
 
@@ -22,16 +22,20 @@ Name = Annotated[str, typer.Argument(help="The schedule's name.")]
 
 
 @schedules.command("list", epilog=EXIT_CODES_HELP)
-def schedules_list(url: Url = DEFAULT_URL, token: Token = None) -> None:
+def schedules_list(
+    url: Url = DEFAULT_URL, token: Token = None, token_file: TokenFile = None
+) -> None:
     """Every schedule, by name, with its next fire time."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         print_json(client.schedules())
 
 
 @schedules.command("get", epilog=EXIT_CODES_HELP)
-def schedules_get(name: Name, url: Url = DEFAULT_URL, token: Token = None) -> None:
+def schedules_get(
+    name: Name, url: Url = DEFAULT_URL, token: Token = None, token_file: TokenFile = None
+) -> None:
     """One schedule, with its next and last fire times."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         print_json(client.get_schedule(name))
 
 
@@ -54,10 +58,11 @@ def schedules_put(
     enabled: Annotated[bool, typer.Option("--enabled/--disabled")] = True,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
 ) -> None:
     """Create or replace a schedule; it starts at its first fire time from now."""
     body = parse.payload(payload)
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         print_json(
             client.put_schedule(
                 name,
@@ -75,17 +80,19 @@ def schedules_put(
 
 
 @schedules.command("delete", epilog=EXIT_CODES_HELP)
-def schedules_delete(name: Name, url: Url = DEFAULT_URL, token: Token = None) -> None:
+def schedules_delete(
+    name: Name, url: Url = DEFAULT_URL, token: Token = None, token_file: TokenFile = None
+) -> None:
     """Delete a schedule (the jobs it already enqueued stay)."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         client.delete_schedule(name)
     typer.echo(f"deleted schedule {name}")
 
 
 @limits.command("list", epilog=EXIT_CODES_HELP)
-def limits_list(url: Url = DEFAULT_URL, token: Token = None) -> None:
+def limits_list(url: Url = DEFAULT_URL, token: Token = None, token_file: TokenFile = None) -> None:
     """Every limit, with the kind's running jobs now."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         print_json(client.limits())
 
 
@@ -95,9 +102,10 @@ def limits_set(
     max_running: Annotated[int, typer.Argument(min=1, max=100_000)],
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
 ) -> None:
     """At most MAX_RUNNING jobs of KIND running at once, across all workers."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         print_json(client.put_limit(kind, max_running))
 
 
@@ -106,8 +114,9 @@ def limits_delete(
     kind: Annotated[str, typer.Argument(help="The kind whose limit goes.")],
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
 ) -> None:
     """Remove the limit on KIND."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         client.delete_limit(kind)
     typer.echo(f"deleted the limit on {kind}")

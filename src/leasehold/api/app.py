@@ -10,8 +10,14 @@ from collections.abc import AsyncIterator
 import structlog
 from fastapi import FastAPI
 
+from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
-from leasehold.api.limits import BodyLimit
+from leasehold.api.fastpath import FastEnqueue
+from leasehold.api.health import router as health_router
+from leasehold.api.limits import BodyLimit, route_caps
+from leasehold.api.openapi import install_openapi
+from leasehold.api.protocol import ProtocolHeader
+from leasehold.api.protocol import router as protocol_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
@@ -46,6 +52,10 @@ def create_app(
         backoff=BackoffPolicy(settings.retry_base_seconds, settings.retry_max_seconds),
         rng=rng,
         max_payload_bytes=settings.max_payload_bytes,
+        max_waiting_polls=settings.max_waiting_polls,
+        max_answer_bytes=settings.max_answer_bytes,
+        max_kinds=settings.max_kinds,
+        max_queues=settings.max_queues,
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
@@ -71,6 +81,7 @@ def create_app(
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await service.close()
             await store.close()
 
     app = FastAPI(
@@ -78,9 +89,17 @@ def create_app(
         summary="A distributed job queue with fenced leases",
         version=__version__,
         lifespan=lifespan,
+        docs_url=None,  # served offline by mount_docs
+        redoc_url=None,
     )
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(FastEnqueue)  # innermost: the body limit and the log still apply
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        routes=route_caps(settings.max_body_bytes, settings.max_payload_bytes),
+    )
     app.add_middleware(RequestLog)
+    app.add_middleware(ProtocolHeader)
     app.state.settings = settings
     app.state.service = service
     app.state.authenticator = authenticator
@@ -88,6 +107,10 @@ def create_app(
     app.state.scheduler = scheduler
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(health_router)
     app.include_router(scheduling_router)
+    app.include_router(protocol_router)
     mount_dashboard(app)
+    mount_docs(app)
+    install_openapi(app)
     return app

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel
 
 from leasehold.api.auth import (
     ADMIN,
+    FIGURES,
     HISTORY_READERS,
     JOB_READERS,
     PRODUCER,
@@ -40,12 +41,19 @@ from leasehold.api.schemas import (
     LeaseBatchOut,
     LeaseOut,
     LeaseRequest,
+    LeasesRequest,
     ReleaseRequest,
     RenewRequest,
     RequeueCount,
     StatsOut,
 )
-from leasehold.api.wire import item_result_wire, job_json, lease_wire, reply_json
+from leasehold.api.wire import (
+    item_result_wire,
+    job_json,
+    lease_wire,
+    reply_json,
+    summary_wire,
+)
 from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
 from leasehold.errors import (
     IdempotencyConflict,
@@ -83,6 +91,7 @@ _WORKER = [Depends(WORKER)]
 _JOB_READERS = [Depends(JOB_READERS)]
 _HISTORY_READERS = [Depends(HISTORY_READERS)]
 _READERS = [Depends(READERS)]
+_FIGURES = [Depends(FIGURES)]
 _ADMIN = [Depends(ADMIN)]
 
 
@@ -109,7 +118,7 @@ async def health() -> Health:
     return Health(status="ok")
 
 
-@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_READERS)
+@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_FIGURES)
 async def stats(request: Request) -> Response:
     figures = await service_of(request).stats()
     return reply(StatsOut.model_validate(dataclasses.asdict(figures)))
@@ -122,7 +131,7 @@ async def stats(request: Request) -> Response:
         200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"},
         **errors(),
     },
-    dependencies=_READERS,
+    dependencies=_FIGURES,
 )
 async def metrics(request: Request) -> Response:
     service = service_of(request)
@@ -150,7 +159,12 @@ async def enqueue(
                 "the Idempotency-Key header and the body carry different keys"
             )
         key = idempotency_key
-    inserted = await service_of(request).enqueue(
+    return await enqueue_reply(service_of(request), body, key)
+
+
+async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | None) -> Response:
+    """POST /jobs once its input is parsed (also answered by ``api.fastpath``)."""
+    inserted = await service.enqueue(
         Enqueue(
             body.kind,
             body.payload,
@@ -199,23 +213,53 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
     dependencies=_WORKER,
 )
 async def lease(body: LeaseRequest, request: Request) -> Response:
-    service = service_of(request)
-    seconds = body.lease_seconds or request.app.state.settings.default_lease_seconds
-    jobs = await service.lease(
-        body.worker_id,
-        seconds,
-        body.kinds,
-        max_jobs=body.max_jobs or 1,
-        wait_seconds=body.wait_seconds,
-        queues=body.queues,
-        gone=request.is_disconnected,
-    )
+    """Without ``max_jobs`` the answer is one ``{job, token, lease_seconds}``, with it
+    ``{"leases": [...]}`` (protocol 1.0's two shapes; ``POST /leases`` has one)."""
+    jobs = await _lease(body, body.max_jobs or 1, request)
     if not jobs:
         return Response(status_code=204)
     tag_jobs(j.id for j in jobs)
     if body.max_jobs is not None:
         return reply_json({"leases": [lease_wire(j) for j in jobs]})
     return reply_json(lease_wire(jobs[0]))
+
+
+@router.post(
+    "/leases",
+    response_model=LeaseBatchOut,
+    responses={204: {"description": "no job is available"}, **errors()},
+    dependencies=_WORKER,
+)
+async def leases(body: LeasesRequest, request: Request) -> Response:
+    """POST /lease with one answer shape: ``{"leases": [...]}`` (``max_jobs`` default 1)."""
+    jobs = await _lease(body, body.max_jobs, request)
+    if not jobs:
+        return Response(status_code=204)
+    return reply_json({"leases": [lease_wire(j) for j in jobs]})
+
+
+async def _lease(body: LeaseRequest, max_jobs: int, request: Request) -> list[Job]:
+    settings = request.app.state.settings
+    seconds = check_lease_length(body.lease_seconds, request) or settings.default_lease_seconds
+    return await service_of(request).lease(
+        body.worker_id,
+        seconds,
+        body.kinds,
+        max_jobs=max_jobs,
+        wait_seconds=body.wait_seconds,
+        queues=body.queues,
+        gone=request.is_disconnected,
+        request_id=body.request_id,
+    )
+
+
+def check_lease_length(seconds: float | None, request: Request) -> float | None:
+    """A lease shorter than the coordinator's minimum is refused: it would run out before
+    its holder could renew it."""
+    least: float = request.app.state.settings.min_lease_seconds
+    if seconds is not None and seconds < least:
+        raise InvalidRequest(f"lease_seconds must be at least {least:g}")
+    return seconds
 
 
 def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Response:
@@ -228,7 +272,7 @@ def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Respo
     "/batch/renew", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER
 )
 async def renew_batch(body: BatchRenewRequest, request: Request) -> Response:
-    items = [Renew(i.id, i.token, i.lease_seconds) for i in body.items]
+    items = [Renew(i.id, i.token, check_lease_length(i.lease_seconds, request)) for i in body.items]
     answers = await service_of(request).renew_many(items)
     return _batch_results([i.id for i in body.items], answers)
 
@@ -264,10 +308,20 @@ async def list_jobs(
     kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    fields: Annotated[
+        Literal["full", "summary"],
+        Query(description="`summary` leaves each job's payload and result out"),
+    ] = "full",
 ) -> Response:
-    jobs = await service_of(request).list_jobs(JobFilter(status, kind, _cursor(cursor), limit))
-    next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
-    return reply(JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
+    """A page in id order. It also ends early, with a ``next_cursor``, before its jobs'
+    payloads and results pass the answer budget (``--max-answer-bytes``)."""
+    summary = fields == "summary"
+    budget = request.app.state.settings.max_answer_bytes
+    query = JobFilter(status, kind, _cursor(cursor), limit, max_bytes=budget, summary=summary)
+    page = await service_of(request).list_jobs(query)
+    more = page and (len(page) == limit or page.cut)
+    wire = [summary_wire(j) for j in page] if summary else [job_json(j) for j in page]
+    return reply_json({"jobs": wire, "next_cursor": str(page[-1].id) if more else None})
 
 
 @router.post("/jobs/requeue", response_model=RequeueCount, responses=errors(), dependencies=_ADMIN)
@@ -327,7 +381,8 @@ async def job_attempts(
     "/jobs/{job_id}/renew", response_model=JobOut, responses=errors(404, 409), dependencies=_WORKER
 )
 async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
-    job = await service_of(request).renew(parse_job_id(job_id), body.token, body.lease_seconds)
+    seconds = check_lease_length(body.lease_seconds, request)
+    job = await service_of(request).renew(parse_job_id(job_id), body.token, seconds)
     return reply_json(job_json(job))
 
 

@@ -27,6 +27,9 @@ class Transport:
             self.headers["Authorization"] = f"Bearer {token}"
         self.timeout_seconds = timeout_seconds
         self.max_connections = max_connections
+        # Whether leases carry a request id: False once a coordinator older than protocol
+        # 1.1 refused the field (shared by a client and its views: one coordinator).
+        self.lease_ids = True
         self._session: aiohttp.ClientSession | None = None
         self._pid = os.getpid()
 
@@ -57,7 +60,9 @@ class Transport:
         timeout_seconds: float,
     ) -> Any:
         """One HTTP exchange: the parsed JSON answer (None for an empty one), or an error."""
-        if body is not None:
+        if body is not None or method != "GET":
+            # Also without a body: the coordinator refuses a state-changing request that
+            # does not declare JSON (what a cross-site HTML form cannot do).
             headers = {**headers, "Content-Type": "application/json"}
         try:
             async with self.session().request(

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from leasehold.model import Job, JobStatus
 
 FINISHED = frozenset({JobStatus.COMPLETED, JobStatus.DEAD, JobStatus.CANCELLED})
+# How often a waiting request reads the job again, for finishes on other coordinators.
+RECHECK_SECONDS = 0.5
 
 
 def is_finished(job: Job) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,12 @@ import structlog
 
 from leasehold.core import answer
 from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.budget import MAX_ANSWER_BYTES, OverBudget, budget_seal
+from leasehold.core.duetimer import DueTimer
+from leasehold.core.figures import FiguresCache
+from leasehold.core.finish import RECHECK_SECONDS as FINISH_RECHECK_SECONDS
 from leasehold.core.finish import Finishes, is_finished, wait_finished
+from leasehold.core.names import MAX_KINDS, MAX_QUEUES, NameCaps
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
@@ -27,9 +33,15 @@ from leasehold.core.transitions import (
     decide_release,
     decide_renew,
     decide_requeue,
-    request_fingerprint,
+    normalized_fingerprints,
 )
-from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
+from leasehold.errors import (
+    JobNotFound,
+    LeaseholdError,
+    LimitNotFound,
+    PayloadTooLarge,
+    Unavailable,
+)
 from leasehold.metrics import Metrics
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
@@ -38,6 +50,7 @@ from leasehold.store.base import (
     Decide,
     Inserted,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -47,8 +60,8 @@ from leasehold.store.base import (
 log = structlog.get_logger("leasehold")
 
 DEFAULT_MAX_ATTEMPTS = 5
-# While a long poll waits, it also looks again this often, for jobs whose run_after passes.
-_POLL_RECHECK_SECONDS = 0.5
+# Long polls waiting at once, at most; beyond, a poll answers after one look (DESIGN.md §9).
+DEFAULT_MAX_WAITING_POLLS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,23 +78,26 @@ class Enqueue:
     headers: dict[str, str] | None = None  # not in the fingerprint: see DESIGN.md §21
 
     def new_job(self) -> NewJob:
+        canonical, earlier = normalized_fingerprints(
+            self.kind,
+            self.payload,
+            self.max_attempts,
+            self.run_after,
+            self.priority,
+            self.queue,
+            default_max_attempts=DEFAULT_MAX_ATTEMPTS,
+        )
         return NewJob(
             kind=self.kind,
             payload=self.payload,
             max_attempts=self.max_attempts or DEFAULT_MAX_ATTEMPTS,
             run_after=self.run_after,
             idempotency_key=self.idempotency_key,
-            request_hash=request_fingerprint(
-                self.kind,
-                self.payload,
-                self.max_attempts,
-                self.run_after,
-                self.priority,
-                self.queue,
-            ),
+            request_hash=canonical,
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
             headers=self.headers,
+            also_matches=earlier,
         )
 
 
@@ -135,6 +151,10 @@ class Wakeup:
 
     def __init__(self) -> None:
         self._waiters: collections.deque[Waiter] = collections.deque()
+        self.on_register: Callable[[], None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._waiters)
 
     def notify(self, n: int | None = None) -> None:
         left = len(self._waiters) if n is None else n
@@ -143,6 +163,19 @@ class Wakeup:
             if not waiter.future.done():
                 waiter.future.set_result(None)
                 left -= 1
+
+    def notify_matching(self, kind: str, queue: str) -> None:
+        """Wake the longest-waiting lessee that would lease a job of this kind and queue."""
+        for waiter in self._waiters:
+            request = waiter.request
+            if waiter.future.done() or not waiter.waiting:
+                continue
+            if (request.kinds is None or kind in request.kinds) and (
+                request.queues is None or queue in request.queues
+            ):
+                self._waiters.remove(waiter)
+                waiter.future.set_result(None)
+                return
 
     def claim(self, due: Sequence[NewJob]) -> list[Waiter]:
         """Waiting lessees that would lease some of these jobs (kind and queue), longest
@@ -179,6 +212,8 @@ class Wakeup:
         while the lessee is still looking is not lost."""
         waiter = Waiter(request, asyncio.get_running_loop().create_future(), gone)
         self._waiters.append(waiter)
+        if self.on_register is not None:
+            self.on_register()
         return waiter
 
     def forget(self, waiter: Waiter) -> None:
@@ -217,6 +252,10 @@ class JobService:
         backoff: BackoffPolicy | None = None,
         rng: random.Random | None = None,
         max_payload_bytes: int | None = None,
+        max_waiting_polls: int = DEFAULT_MAX_WAITING_POLLS,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+        max_kinds: int = MAX_KINDS,
+        max_queues: int = MAX_QUEUES,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
@@ -224,9 +263,34 @@ class JobService:
         self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
         self.finishes = Finishes()  # requests waiting for a job to end (GET ?wait_seconds)
+        self.max_waiting_polls = max_waiting_polls
+        self.max_answer_bytes = max_answer_bytes
+        self.names = NameCaps(store.names_known, max_kinds, max_queues)
+        self._figures = FiguresCache(self._compute_stats)
+        self.due = DueTimer(
+            store.job_next_run_after, store.now, self.wakeup.notify, self.wakeup.__len__
+        )
+        self.wakeup.on_register = self._start_due_timer
+        self._due_task: asyncio.Task[None] | None = None
         self.metrics = Metrics()
         self.stopping = False
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
+
+    def _start_due_timer(self) -> None:
+        """The timer runs while polls wait; its task is made by the first of them."""
+        if self._due_task is None or self._due_task.done():
+            self._due_task = asyncio.get_running_loop().create_task(
+                self.due.run(), name="leasehold-due-timer"
+            )
+        self.due.poll_registered()
+
+    async def close(self) -> None:
+        """Stop the due timer's task (the coordinator is shutting down)."""
+        if self._due_task is not None:
+            self._due_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._due_task
+            self._due_task = None
 
     def stop_waiting(self) -> None:
         """The coordinator is shutting down: long polls answer now (with whatever they
@@ -263,6 +327,7 @@ class JobService:
         # and checked strings): an enqueue cannot fail after its commit.
         answer.seal(answer.provisional(r.kind, r.payload) for r in requests)
         new_jobs = [r.new_job() for r in requests]
+        await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
         claimed = await self._claim_waiters([j for j in new_jobs if j.run_after is None])
         handed = 0
         if claimed:
@@ -277,11 +342,13 @@ class JobService:
             inserted = await self.store.job_insert_many(new_jobs)
         created = [i.job for i in inserted if i.created]
         self.wakeup.notify(max(0, len(created) - handed))
+        self.due.arm(min((j.run_after for j in created), default=None))
         for job in created:
             # Debug, as job.leased: per job per step, they would double a busy coordinator's
             # logging; the attempt history keeps who leased what and when.
             log.debug("job.enqueued", **_fields(job))
         self.metrics.enqueued(created)
+        self._figures.changed()
         return inserted
 
     async def _claim_waiters(self, due: Sequence[NewJob]) -> list[Waiter]:
@@ -306,11 +373,14 @@ class JobService:
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
         gone: Callable[[], Awaitable[bool]] | None = None,
+        request_id: str | None = None,
     ) -> list[Job]:
         """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
 
         ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
         long poll asks it before each new look, so that no job is leased to nobody.
+        ``request_id``: a retry of a request with this id (same worker) gets the leases
+        the first one made instead of new ones (store.base.LeaseRequest).
         """
         request = LeaseRequest(
             worker_id,
@@ -318,27 +388,34 @@ class JobService:
             tuple(kinds) if kinds is not None else None,
             max_jobs,
             tuple(queues) if queues is not None else None,
-            seal=answer.seal,
+            seal=budget_seal(self.max_answer_bytes),
+            request_id=request_id,
         )
         loop = asyncio.get_running_loop()
+        if wait_seconds > 0 and len(self.wakeup) >= self.max_waiting_polls:
+            # Each waiting poll holds a connection and a place in the wake-up queue; past
+            # the cap it gets one look, like a poll that does not wait.
+            log.debug("lease.waiters_full", worker_id=worker_id, waiting=len(self.wakeup))
+            wait_seconds = 0.0
         deadline = loop.time() + wait_seconds
         waiting = False
         while True:
             waiter = self.wakeup.register(request, gone) if wait_seconds > 0 else None
             try:
-                jobs = await self.store.job_lease(request)
+                jobs = await self._lease_within_budget(request)
                 remaining = deadline - loop.time()
                 if jobs or remaining <= 0 or waiter is None or self.stopping:
                     break
                 if not waiting:
                     waiting = True
                     log.debug("lease.waiting", worker_id=worker_id, wait_seconds=wait_seconds)
-                handed = await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
+                # No timer of its own: an event, or the coordinator's due timer, wakes it.
+                handed = await self.wakeup.wait(waiter, remaining)
                 if handed:
                     jobs = handed
                     break
-                if gone is not None and await gone():
-                    jobs = []
+                if (gone is not None and await gone()) or not waiter.future.done():
+                    jobs = []  # hung up, or its time ran out with nothing waking it
                     break
             finally:
                 if waiter is not None:
@@ -346,7 +423,18 @@ class JobService:
         for job in jobs:
             log.debug("job.leased", **_fields(job))
         self.metrics.leased(jobs)
+        if jobs:
+            self._figures.changed()
         return jobs
+
+    async def _lease_within_budget(self, request: LeaseRequest) -> list[Job]:
+        """Lease; if the jobs would not fit in the answer's budget, that lease is rolled
+        back and made again for as many as fitted (others may be picked by then)."""
+        while True:
+            try:
+                return await self.store.job_lease(request)
+            except OverBudget as over:
+                request = dataclasses.replace(request, max_jobs=over.fit)
 
     async def renew(self, job_id: int, token: int, lease_seconds: float | None = None) -> Job:
         return _raise_or_job(await self.renew_many([Renew(job_id, token, lease_seconds)]))
@@ -424,14 +512,26 @@ class JobService:
             job_id,
             partial(self.get, job_id),
             seconds,
-            _POLL_RECHECK_SECONDS,
+            FINISH_RECHECK_SECONDS,
             lambda: self.stopping,
         )
 
-    async def list_jobs(self, query: JobFilter) -> list[Job]:
+    async def list_jobs(self, query: JobFilter) -> JobList:
         return await self.store.job_list(query)
 
+    async def ready(self, timeout_seconds: float) -> None:
+        """Raise Unavailable unless the store answers a cheap statement in time."""
+        try:
+            await asyncio.wait_for(self.store.ping(), timeout_seconds)
+        except TimeoutError:
+            raise Unavailable(f"the database did not answer within {timeout_seconds:g} s") from None
+
     async def stats(self) -> Stats:
+        """The figures, computed at most once a second however many ask (and at once
+        after a change made here); the long tail of kinds and queues folded into other."""
+        return await self._figures.get()
+
+    async def _compute_stats(self) -> Stats:
         return summarize(await self.store.stats(WINDOWS))
 
     async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
@@ -450,6 +550,7 @@ class JobService:
     async def limit_put(self, kind: str, max_running: int) -> KindLimit:
         limit = await self.store.limit_put(kind, max_running)
         log.info("limit.set", kind=kind, max_running=max_running)
+        self.wakeup.notify()  # a raised limit lets jobs held back by it be leased now
         return limit
 
     async def limit_delete(self, kind: str) -> None:
@@ -470,6 +571,7 @@ class JobService:
             if outcome is not None and outcome.changed:
                 moved += 1
                 self.metrics.decided(outcome)
+                self.due.arm(outcome.job.run_after)
         self.wakeup.notify(moved)
         log.info("jobs.requeued", count=moved)
         return moved
@@ -488,6 +590,8 @@ class JobService:
             self.metrics.decided(outcome)
             if is_finished(outcome.job):
                 self.finishes.fire(outcome.job.id)
+            self._arm_if_queued(outcome)
+        # An expiry also frees its kind's room under a concurrency limit.
         self.wakeup.notify(len(reaped))
         return len(reaped)
 
@@ -514,8 +618,18 @@ class JobService:
                 self.finishes.fire(job_id)
             # A retry still in its backoff wakes a lessee for nothing; that costs one read.
             available += outcome.changed and outcome.job.status is JobStatus.QUEUED
+            if outcome.changed and outcome.attempt is not None:
+                # An attempt that ended frees room under its kind's concurrency limit, if
+                # it has one: a lessee of that kind looks again.
+                self.wakeup.notify_matching(outcome.job.kind, outcome.job.queue)
+            self._arm_if_queued(outcome)
         self.wakeup.notify(available)
+        self._figures.changed()
         return answers
+
+    def _arm_if_queued(self, outcome: Outcome) -> None:
+        if outcome.changed and outcome.job.status is JobStatus.QUEUED:
+            self.due.arm(outcome.job.run_after)
 
 
 def _raise_or_job(answers: list[Job | LeaseholdError]) -> Job:

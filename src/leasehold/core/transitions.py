@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import orjson
 
@@ -22,23 +21,12 @@ from leasehold.errors import (
     JobCancelled,
     LeaseExpired,
     LeaseholdError,
+    NotRunning,
     ReportConflict,
     StaleToken,
 )
-from leasehold.model import JSON, AttemptOutcome, Job, JobStatus, Report
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What a rule decided about one job."""
-
-    job: Job
-    changed: bool = False
-    error: LeaseholdError | None = None
-    # Closes the history record of lease ``job.lease_token`` with this outcome.
-    attempt: AttemptOutcome | None = None
-    # Names of the totals to count (per kind), e.g. "completed", "dead", "stale_token".
-    events: tuple[str, ...] = field(default=())
+from leasehold.model import DEFAULT_QUEUE, JSON, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import Outcome as Outcome  # the rules' answer; data, so in the model
 
 
 def _unchanged(job: Job) -> Outcome:
@@ -82,8 +70,13 @@ def decide_renew(job: Job, token: int, lease_seconds: float | None, now: datetim
         return _rejected(job, stale, "stale_token")
     if job.cancel_requested or job.status is JobStatus.CANCELLED:
         return _rejected(job, JobCancelled(f"job {job.id} was cancelled: stop working on it"))
-    if job.status is not JobStatus.RUNNING or job.report is not None:
-        return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+    if job.report is not None:
+        return _rejected(
+            job, NotRunning(f"job {job.id} was already {job.report} under token {token}")
+        )
+    if job.status is not JobStatus.RUNNING:
+        # The reaper took the job back (queued or dead) after the lease ran out.
+        return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     if is_expired(job, now):
         return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     seconds = lease_seconds if lease_seconds is not None else job.lease_seconds or 0.0
@@ -207,7 +200,9 @@ def decide_release(job: Job, token: int, now: datetime) -> Outcome:
     if verdict:
         return verdict
     if job.status is not JobStatus.RUNNING:
-        return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+        # Nothing reported under this token, yet not running: the lease ran out and the
+        # reaper put the job back (queued, or dead on its last attempt).
+        return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     releases = job.releases + 1
     free = releases <= FREE_RELEASES
     if not free and job.attempts >= job.max_attempts:
@@ -274,7 +269,7 @@ def decide_requeue(job: Job, now: datetime) -> Outcome:
     """An operator brings a dead or cancelled job back: queued at once, attempts (and
     releases) reset.
 
-    The lease token is kept (the next lease gets the next one) and revoked, so a late
+    The lease token is kept (the next lease gets a higher one) and revoked, so a late
     report from the last holder cannot finish the revived job.
     """
     if job.status not in (JobStatus.DEAD, JobStatus.CANCELLED):
@@ -338,3 +333,32 @@ def request_fingerprint(
     if priority is not None or queue is not None:
         given += [priority, queue]
     return hashlib.sha256(orjson.dumps(given, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def normalized_fingerprints(
+    kind: str,
+    payload: JSON,
+    max_attempts: int | None,
+    run_after: datetime | None,
+    priority: int | None,
+    queue: str | None,
+    *,
+    default_max_attempts: int,
+) -> tuple[str, tuple[str, ...]]:
+    """The fingerprint of an enqueue request with its defaults filled in, so a retry that
+    spells out a default (``priority: 0``) is the same request as one that leaves it out;
+    and the fingerprint as given, which keys stored by earlier releases carry.
+
+    Normalizing means leaving out what equals its default (so a request that names no
+    option hashes as it always did) and writing ``run_after`` in UTC.
+    """
+    canonical = request_fingerprint(
+        kind,
+        payload,
+        None if max_attempts == default_max_attempts else max_attempts,
+        run_after.astimezone(UTC) if run_after is not None else None,
+        None if priority == 0 else priority,
+        None if queue == DEFAULT_QUEUE else queue,
+    )
+    as_given = request_fingerprint(kind, payload, max_attempts, run_after, priority, queue)
+    return canonical, (() if as_given == canonical else (as_given,))

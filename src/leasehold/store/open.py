@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 from urllib.parse import urlparse
 
-from leasehold.core.clock import Clock
+from leasehold.clock import Clock
 from leasehold.store.base import Store
 
 MISSING_POSTGRES = (

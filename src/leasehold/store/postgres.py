@@ -24,10 +24,18 @@ import asyncpg
 import orjson
 import structlog
 
-from leasehold.core.schedule import Schedule, ScheduleSpec
-from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import (
+    Attempt,
+    AttemptOutcome,
+    Job,
+    JobStatus,
+    Outcome,
+    Report,
+    Schedule,
+    ScheduleSpec,
+)
+from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched
 from leasehold.store.base import (
@@ -40,6 +48,7 @@ from leasehold.store.base import (
     Inserted,
     InsertedAndLeased,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -54,6 +63,10 @@ log = structlog.get_logger("leasehold")
 
 CHANNEL: Final = "leasehold_jobs"
 _COLUMNS: Final = pick.COLUMNS
+# A job list's columns without payload and result (JSON null and NULL in their place).
+_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null'::jsonb AS payload,").replace(
+    " result,", " NULL::jsonb AS result,"
+)
 # An arbitrary key every coordinator agrees on ("leasehol" in ASCII): one migrator at a time.
 _MIGRATION_LOCK: Final = 0x6C65617365686F6C
 _ACQUIRE_TIMEOUT: Final = 30.0  # seconds a request may wait for a pooled connection
@@ -426,7 +439,7 @@ class PostgresStore:
                 f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = $1", new.idempotency_key
             )
         )
-        if compare and existing.request_hash != new.request_hash:
+        if compare and not new.matches(existing.request_hash):
             # The key itself is not quoted: it is client input (DESIGN.md §10).
             raise IdempotencyConflict(
                 f"the idempotency key was used for job {existing.id} with a different request"
@@ -459,13 +472,27 @@ class PostgresStore:
         args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
         args += [a for a in (kinds, queues) if a is not None]
         async with self._connection() as conn, conn.transaction():
-            rows = await conn.fetch(sql, *args)
-            if rows[0]["limited"]:
-                rows = await self._lease_capped(conn, request, kinds, queues)
-            jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+            replayed = await self._replayed(conn, request)
+            if replayed is not None:
+                jobs = replayed
+            else:
+                rows = await conn.fetch(sql, *args)
+                if rows[0]["limited"]:
+                    rows = await self._lease_capped(conn, request, kinds, queues)
+                jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+                if request.request_id is not None:
+                    await lease_ids.remember(conn, request, jobs)
             if request.seal is not None:
                 request.seal(jobs)  # raising rolls the lease back
         return jobs
+
+    @staticmethod
+    async def _replayed(conn: asyncpg.Connection, request: LeaseRequest) -> list[Job] | None:
+        """The leases a request with this id made before (PROTOCOL.md §5), or None."""
+        if request.request_id is None:
+            return None
+        rows = await lease_ids.replay(conn, request, _COLUMNS)
+        return None if rows is None else sorted((_job(r) for r in rows), key=lease_order)
 
     async def _lease_capped(
         self,
@@ -545,6 +572,20 @@ class PostgresStore:
                 await conn.execute(_NOTIFY)
             return outcomes
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        # The job counts are kept as deltas under 'jobs:<status>' per kind and queue.
+        async with self._connection() as conn:
+            kinds = await conn.fetch("SELECT DISTINCT kind FROM counters WHERE name LIKE 'jobs:%'")
+            queues = await conn.fetch(
+                "SELECT DISTINCT queue FROM counters WHERE name LIKE 'jobs:%' AND queue <> ''"
+            )
+        return {r["kind"] for r in kinds}, {r["queue"] for r in queues}
+
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        async with self._connection() as conn:
+            earliest: datetime | None = await conn.fetchval(pick.NEXT_RUN_AFTER, after)
+        return earliest
+
     async def jobs_expired(self, limit: int) -> list[Expired]:
         async with self._connection() as conn:
             rows = await conn.fetch(
@@ -554,7 +595,7 @@ class PostgresStore:
             )
         return [Expired(r["id"], r["lease_token"]) for r in rows]
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
+    async def job_list(self, query: JobFilter) -> JobList:
         where = ["id > $1"]
         params: list[object] = [query.after_id or 0]
         if query.status is not None:
@@ -564,12 +605,33 @@ class PostgresStore:
             params.append(query.kind)
             where.append(f"kind = ${len(params)}")
         params.append(query.limit)
+        columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
+        size = (
+            "0"
+            if query.summary
+            else "octet_length(payload::text) + coalesce(octet_length(result::text), 0)"
+        )
+        page_sql = (
+            f"SELECT {columns}, {size} AS size"
+            f" FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ${len(params)}"
+        )
+        params.append(query.max_bytes if query.max_bytes is not None else -1)
+        # The budget is applied in the database, so a page over it never reaches memory
+        # here: the running total of sizes in id order, the first job always kept.
         sql = (
-            f"SELECT {_COLUMNS} FROM jobs WHERE {' AND '.join(where)}"
-            f" ORDER BY id LIMIT ${len(params)}"
+            "SELECT *, count(*) OVER () AS listed FROM (SELECT *, sum(size) OVER"
+            " (ORDER BY id) AS spent, row_number() OVER (ORDER BY id) AS nth"
+            f" FROM ({page_sql}) AS page) AS paged"
+        )
+        sql = (
+            f"SELECT * FROM ({sql}) AS budgeted WHERE ${len(params)} < 0"
+            f" OR spent <= ${len(params)} OR nth = 1 ORDER BY id"
         )
         async with self._connection() as conn:
-            return [_job(r) for r in await conn.fetch(sql, *params)]
+            rows = await conn.fetch(sql, *params)
+        page = JobList(_job(r) for r in rows)
+        page.cut = bool(rows) and len(rows) < rows[0]["listed"]
+        return page
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:
         where = ["status = 'dead'"]
@@ -608,6 +670,10 @@ class PostgresStore:
             )
             for r in rows
         ]
+
+    async def ping(self) -> None:
+        async with self._connection() as conn:
+            await conn.fetchval("SELECT 1")
 
     async def counts_by_status(self) -> dict[JobStatus, int]:
         """Counted from the jobs themselves (the ground truth the kept counts must match)."""

@@ -6,6 +6,14 @@ its own SAVEPOINT (one failing operation never undoes the others), and all are a
 after the single COMMIT. Under load the cost of a commit (an fsync with
 ``synchronous=FULL``) is shared by many requests; an operation is still answered only
 after its change is durable. Times are stored as seconds since the epoch.
+
+When the writer thread is idle, a small operation (one job: an enqueue, a lease, a report,
+a read) commits on the event loop instead, together with the small ones submitted in the
+same turn of the loop: that spares the two thread hops (to the writer and back) of a lone
+request. Larger operations (batches) always go to the writer thread, where SQLite's work
+runs beside the event loop's instead of blocking it; while the writer works, everything
+queues for it as before, so group commit under load is unchanged. One lock keeps the two
+from ever using the connection at once.
 """
 
 from __future__ import annotations
@@ -22,11 +30,19 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
-from leasehold.core.clock import Clock, SystemClock
-from leasehold.core.schedule import Schedule, ScheduleSpec
-from leasehold.core.transitions import Outcome
+from leasehold.clock import Clock, SystemClock
 from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import (
+    Attempt,
+    AttemptOutcome,
+    Job,
+    JobStatus,
+    Outcome,
+    Report,
+    Schedule,
+    ScheduleSpec,
+)
+from leasehold.store import sqlite_lease_ids as lease_ids
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
     AttemptPage,
@@ -38,6 +54,7 @@ from leasehold.store.base import (
     Inserted,
     InsertedAndLeased,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -47,7 +64,8 @@ from leasehold.store.base import (
     scheduled_job,
 )
 from leasehold.store.migrations import migrations
-from leasehold.store.sqlite_pick import PLAIN, oldest_available, pick
+from leasehold.store.sqlite_pick import next_run_after, oldest_available, pick
+from leasehold.store.sqlite_read import Readers
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
@@ -70,6 +88,15 @@ _GUARDED_WRITE: Final = (
     " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
+# A job list's columns without payload and result (JSON null and SQL NULL in their place).
+_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null',").replace(" result,", " NULL,")
+# The index that serves a job list, by (status given, kind given).
+_LIST_INDEXES: Final = {
+    (False, False): "",
+    (True, False): "INDEXED BY jobs_status",
+    (False, True): "INDEXED BY jobs_kind",
+    (True, True): "INDEXED BY jobs_kind_status",
+}
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -200,7 +227,12 @@ class SqliteStore:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._conn: sqlite3.Connection | None = None
+        # Held while a transaction runs, by the writer thread or the event loop.
+        self._busy = threading.Lock()
+        self._inline: list[tuple[Op, asyncio.Future[Any]]] | None = None  # for this turn
         self._tokens = _TokenCounter()
+        self._readers: Readers | None = None
 
     # -- the writer thread ------------------------------------------------------------
 
@@ -212,8 +244,13 @@ class SqliteStore:
         )
         self._thread.start()
         await ready
+        if self._path not in ("", ":memory:") and not self._path.startswith("file:"):
+            self._readers = Readers(self._path)  # after the writer has migrated the file
 
     async def close(self) -> None:
+        if self._readers is not None:
+            await asyncio.to_thread(self._readers.close)
+            self._readers = None
         if self._thread is None:
             return
         self._queue.put(_STOP)
@@ -264,6 +301,7 @@ class SqliteStore:
         except Exception as exc:
             loop.call_soon_threadsafe(ready.set_exception, exc)
             return
+        self._conn = conn
         loop.call_soon_threadsafe(ready.set_result, None)
         stopping = False
         while not stopping:
@@ -280,9 +318,12 @@ class SqliteStore:
                     stopping = True
                     break
                 batch.extend(item)
-            answers = self._execute(conn, batch)
+            with self._busy:
+                answers = self._execute(conn, batch)
             loop.call_soon_threadsafe(_deliver, answers)
-        conn.close()
+        with self._busy:  # not while the event loop runs a transaction on it
+            self._conn = None
+            conn.close()
 
     @staticmethod
     def _execute(
@@ -308,18 +349,51 @@ class SqliteStore:
             return [(future, None, failure) for _, future in batch]
         return answers
 
-    async def _call(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        (future,) = self._submit([op])
+    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """A read: on a reader connection, off the writer thread (an in-memory database
+        has no other connection to read it from)."""
+        if self._readers is None:
+            return await self._call(op)
+        return await self._readers.read(op)
+
+    async def _call(self, op: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:
+        (future,) = self._submit([op], small=small)
         result: T = await future
         return result
 
-    def _submit(self, ops: Sequence[Op]) -> list[asyncio.Future[Any]]:
+    def _submit(self, ops: Sequence[Op], *, small: bool = False) -> list[asyncio.Future[Any]]:
         """Queue operations that will share one transaction (each in its own savepoint)."""
         if self._thread is None or self._loop is None:
             raise Unavailable("the store is not open")
         futures = [self._loop.create_future() for _ in ops]
-        self._queue.put(list(zip(ops, futures, strict=True)))
+        items = list(zip(ops, futures, strict=True))
+        if not small:
+            self._queue.put(items)
+        elif self._inline is not None and len(self._inline) < _BATCH_LIMIT:
+            self._inline.extend(items)  # a commit on the loop is due this turn: join it
+        elif self._inline is None and self._queue.empty() and not self._busy.locked():
+            # The writer is idle: commit on the loop once this turn's callbacks (other
+            # requests' operations among them) have run.
+            self._inline = items
+            self._loop.call_soon(self._commit_inline)
+        else:
+            self._queue.put(items)
         return futures
+
+    def _commit_inline(self) -> None:
+        batch, self._inline = self._inline or [], None
+        conn = self._conn
+        if conn is None:
+            _deliver([(future, None, Unavailable("the store is closed")) for _, future in batch])
+            return
+        if not self._busy.acquire(blocking=False):
+            self._queue.put(batch)  # the writer took a transaction meanwhile
+            return
+        try:
+            answers = self._execute(conn, batch)
+        finally:
+            self._busy.release()
+        _deliver(answers)
 
     # -- the Store protocol -------------------------------------------------------------
 
@@ -327,7 +401,7 @@ class SqliteStore:
         return self._clock.now()
 
     async def job_insert_many(self, jobs: Sequence[NewJob]) -> list[Inserted]:
-        return await self._call(lambda conn: self._insert(conn, jobs))
+        return await self._call(lambda conn: self._insert(conn, jobs), small=len(jobs) == 1)
 
     def _insert(
         self, conn: sqlite3.Connection, jobs: Sequence[NewJob], *, compare: bool = True
@@ -352,7 +426,7 @@ class SqliteStore:
                 fresh.append(new)
                 continue
             seen = known[key] if key in known else fresh[pending[key]]
-            if compare and seen.request_hash != new.request_hash:
+            if compare and not new.matches(seen.request_hash):
                 # The key itself is not quoted: it is client input (DESIGN.md §10).
                 used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
                 raise IdempotencyConflict(
@@ -441,7 +515,9 @@ class SqliteStore:
     ) -> InsertedAndLeased:
         ops: list[Op] = [lambda conn: self._insert(conn, jobs)]
         ops += [functools.partial(self._lease, request=r) for r in leases]
-        answers = await asyncio.gather(*self._submit(ops), return_exceptions=True)
+        answers = await asyncio.gather(
+            *self._submit(ops, small=len(jobs) == 1), return_exceptions=True
+        )
         inserted, leased = answers[0], answers[1:]
         if isinstance(inserted, BaseException):
             error = inserted if isinstance(inserted, LeaseholdError) else Unavailable(str(inserted))
@@ -453,26 +529,34 @@ class SqliteStore:
         )
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
-        return await self._call(lambda conn: self._lease(conn, request))
+        return await self._call(
+            lambda conn: self._lease(conn, request), small=request.max_jobs == 1
+        )
 
     def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
         now = self._clock.now().timestamp()
+        if request.request_id is not None:
+            replayed = lease_ids.replay(conn, request, now, _COLUMNS, _job)
+            if replayed is not None:
+                held = sorted(replayed, key=lease_order)
+                if request.seal is not None:
+                    request.seal(held)
+                return held
         ids = pick(conn, request, now)
-        if ids == []:
+        if not ids:
             return []
         # The ids as one parameter, so the statement text never changes: SQLite then
         # reuses its compiled form (compiling it anew costs more than running it).
-        chosen = PLAIN if ids is None else "SELECT value FROM json_each(:ids)"
         # Tokens are coordinator-wide: every lease's is above every token issued before.
         (self._tokens.last,) = conn.execute("SELECT last FROM lease_tokens").fetchone()
         rows = conn.execute(
             "UPDATE jobs SET status = 'running', lease_token = next_lease_token(),"
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
-            f" WHERE id IN ({chosen}) AND status = 'queued' RETURNING {_COLUMNS}",
+            " WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'queued'"
+            f" RETURNING {_COLUMNS}",
             {
                 "ids": orjson.dumps(ids).decode(),
-                "n": request.max_jobs,
                 "now": now,
                 "owner": request.worker_id,
                 "expires": now + request.lease_seconds,
@@ -492,6 +576,8 @@ class SqliteStore:
             # Wait: from when the job became available to now.
             tally.add("leased", job.kind, max(0.0, now - job.run_after.timestamp()))
         tally.write(conn)
+        if request.request_id is not None:
+            lease_ids.remember(conn, request, jobs, now)
         if request.seal is not None:
             request.seal(jobs)  # raising rolls this lease back (its savepoint)
         return jobs
@@ -501,10 +587,10 @@ class SqliteStore:
             row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
             return _job(row) if row is not None else None
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
-        return await self._call(lambda conn: self._decide(conn, items))
+        return await self._call(lambda conn: self._decide(conn, items), small=len(items) == 1)
 
     def _decide(
         self, conn: sqlite3.Connection, items: Sequence[tuple[int, Decide]]
@@ -572,7 +658,18 @@ class SqliteStore:
 
         return await self._call(op)
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        def op(conn: sqlite3.Connection) -> tuple[set[str], set[str]]:
+            kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM job_counts")}
+            queues = {q for (q,) in conn.execute("SELECT DISTINCT queue FROM job_counts")}
+            return kinds, queues
+
+        return await self._read(op)
+
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        return await self._read(lambda conn: _dt(next_run_after(conn, after.timestamp())))
+
+    async def job_list(self, query: JobFilter) -> JobList:
         where: list[str] = ["id > ?"]
         params: list[object] = [query.after_id or 0]
         if query.status is not None:
@@ -581,10 +678,25 @@ class SqliteStore:
         if query.kind is not None:
             where.append("kind = ?")
             params.append(query.kind)
-        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
-        return await self._call(
-            lambda conn: [_job(r) for r in conn.execute(sql, [*params, query.limit])]
-        )
+        # Named, because without ANALYZE statistics SQLite may walk the primary key in id
+        # order and filter every row; each filter has an index ending in id.
+        index = _LIST_INDEXES[query.status is not None, query.kind is not None]
+        columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
+        sql = f"SELECT {columns} FROM jobs {index} WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+
+        def op(conn: sqlite3.Connection) -> JobList:
+            page = JobList()
+            spent = 0
+            # Row by row, so a page over its budget is never read whole into memory.
+            for row in conn.execute(sql, [*params, query.limit]):
+                spent += len(row[2]) + len(row[16] or "")
+                if query.max_bytes is not None and spent > query.max_bytes and page:
+                    page.cut = True
+                    break
+                page.append(_job(row))
+            return page
+
+        return await self._read(op)
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:
         where: list[str] = ["status = 'dead'"]
@@ -596,7 +708,7 @@ class SqliteStore:
             where.append("instr(last_error, ?) > 0")
             params.append(query.error_contains)
         sql = f"SELECT id FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
-        return await self._call(
+        return await self._read(
             lambda conn: [i for (i,) in conn.execute(sql, [*params, query.limit])]
         )
 
@@ -622,7 +734,16 @@ class SqliteStore:
                 for r in rows
             ]
 
-        return await self._call(op)
+        return await self._read(op)
+
+    async def ping(self) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            # On the writer thread, inside its write transaction: it answers only when a
+            # write could be made (the database not locked by another process, the disk
+            # answering).
+            conn.execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchall()
+
+        await self._call(op)
 
     async def counts_by_status(self) -> dict[JobStatus, int]:
         def op(conn: sqlite3.Connection) -> dict[JobStatus, int]:
@@ -631,7 +752,7 @@ class SqliteStore:
                 counts[JobStatus(status)] = n
             return counts
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def stats(self, windows: Sequence[int]) -> StatsSnapshot:
         def op(conn: sqlite3.Connection) -> StatsSnapshot:
@@ -661,7 +782,7 @@ class SqliteStore:
                 now, dict(counts), totals, window_sums, _dt(oldest), dict(queue_counts)
             )
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def prune(self, keep_seconds: int) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -675,7 +796,7 @@ class SqliteStore:
             rows = conn.execute("SELECT name, kind, value FROM counters")
             return {(name, kind): value for name, kind, value in rows}
 
-        return await self._call(op)
+        return await self._read(op)
 
     # -- schedules and limits -----------------------------------------------------------
 
@@ -685,10 +806,10 @@ class SqliteStore:
         )
 
     async def schedule_get(self, name: str) -> Schedule | None:
-        return await self._call(lambda conn: sched.schedule_get(conn, name))
+        return await self._read(lambda conn: sched.schedule_get(conn, name))
 
     async def schedule_list(self) -> list[Schedule]:
-        return await self._call(sched.schedule_list)
+        return await self._read(sched.schedule_list)
 
     async def schedule_delete(self, name: str) -> bool:
         return await self._call(lambda conn: sched.schedule_delete(conn, name))
@@ -714,7 +835,7 @@ class SqliteStore:
         return await self._call(lambda conn: sched.limit_delete(conn, kind))
 
     async def limit_list(self) -> list[KindLimit]:
-        return await self._call(sched.limit_list)
+        return await self._read(sched.limit_list)
 
 
 def _deliver(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:

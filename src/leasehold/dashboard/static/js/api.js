@@ -73,7 +73,9 @@ export async function request(method, path, body) {
   const headers = { Accept: "application/json" };
   const token = getToken();
   if (token) headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // Every change declares JSON, with a body or without one: the coordinator refuses
+  // state-changing requests that do not (a cross-site form cannot set this type).
+  if (body !== undefined || method !== "GET") headers["Content-Type"] = "application/json";
   const sentAt = Date.now();
   let response;
   try {
