@@ -4,7 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install clean bench screenshot
+SOURCES := src tests bench scripts
+
+.PHONY: run test check lint typecheck unit imports install clean bench screenshot
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,14 +20,40 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/leasehold serve
 
-## Lint, type-check and run every test (PostgreSQL and chromium are installed if missing)
-test: $(STAMP)
+## Lint, type-check and run every test with coverage (PostgreSQL and chromium are installed
+## if missing)
+test: lint typecheck imports
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-browser.sh
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/pytest --cov --cov-report=term:skip-covered
+
+## The fast lane, under a minute: lint, types, the import graph, and every test that starts
+## no process (unit, contract, the app served in the test process), on SQLite, with fewer
+## state-machine examples; `make test` runs them all on both backends
+check: lint typecheck imports
+	LEASEHOLD_STATEFUL_EXAMPLES=30 $(BIN)/pytest -m fast -k "not postgres" -q
+
+## ruff's lint rules and its formatting
+lint: $(STAMP)
+	$(BIN)/ruff check $(SOURCES)
+	$(BIN)/ruff format --check $(SOURCES)
+
+## mypy --strict over the package and the tests (pyproject.toml [tool.mypy])
+typecheck: $(STAMP)
 	$(BIN)/mypy
-	$(BIN)/pytest
+
+## The package graph has no cycle and the store is a leaf (scripts/check_imports.py)
+imports: $(STAMP)
+	$(BIN)/python scripts/check_imports.py
+
+## The rules alone, no I/O
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit -q
+
+## A short end-to-end throughput run (2,000 no-op jobs, 2 workers); README "Performance"
+## lists the full benchmarks
+bench: $(STAMP)
+	$(BIN)/python -m bench.throughput --jobs 2000
 
 ## Retake docs/dashboard.png from a real coordinator with a simulated workload (about a minute)
 screenshot: $(STAMP)
@@ -33,4 +61,4 @@ screenshot: $(STAMP)
 	$(BIN)/python -m tests.browser.screenshot docs/dashboard.png
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*

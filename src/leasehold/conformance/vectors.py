@@ -228,6 +228,13 @@ async def errors(ctx: Ctx) -> None:
         415, "unsupported_media_type", "a body that is not declared JSON"
     )
     check(isinstance(typo.body.get("message"), str), "an error body without a message")
+    job = await ctx.enqueue(kind)
+    undeclared = await ctx.wire.session.post(f"{ctx.wire.url}/jobs/{job['id']}/cancel",
+                                             headers=ctx.wire.headers)  # fmt: skip
+    async with undeclared:
+        check(
+            undeclared.status == 415, f"a state change without Content-Type got {undeclared.status}"
+        )
     (await ctx.wire.post("/jobs", {"kind": kind, "max_attempts": 1.0})).expect(
         422, what="max_attempts 1.0 (integers only)"
     )

@@ -16,10 +16,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from leasehold.core.schedule import Firing, Schedule, ScheduleSpec, idempotency_key
-from leasehold.core.transitions import Outcome
 from leasehold.errors import LeaseholdError
-from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
+from leasehold.model import (
+    DEFAULT_QUEUE,
+    JSON,
+    Attempt,
+    Firing,
+    Job,
+    JobStatus,
+    Outcome,
+    Schedule,
+    ScheduleSpec,
+    schedule_idempotency_key,
+)
 
 Decide = Callable[[Job, datetime], Outcome]
 """A rule bound to its request: takes the stored job and now, returns the outcome."""
@@ -158,7 +167,7 @@ class Fired:
 def scheduled_job(schedule: Schedule, fire_time: datetime) -> NewJob:
     """The job a schedule enqueues for one fire time, keyed so it exists at most once."""
     spec = schedule.spec
-    key = idempotency_key(spec.name, fire_time)
+    key = schedule_idempotency_key(spec.name, fire_time)
     return NewJob(
         kind=spec.kind,
         payload=spec.payload,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from urllib.parse import urlparse
 
-from leasehold.core.clock import Clock
+from leasehold.clock import Clock
 from leasehold.store.base import Store
 
 

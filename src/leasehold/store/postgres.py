@@ -24,10 +24,17 @@ import asyncpg
 import orjson
 import structlog
 
-from leasehold.core.schedule import Schedule, ScheduleSpec
-from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import (
+    Attempt,
+    AttemptOutcome,
+    Job,
+    JobStatus,
+    Outcome,
+    Report,
+    Schedule,
+    ScheduleSpec,
+)
 from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched

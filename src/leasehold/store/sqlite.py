@@ -30,11 +30,18 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
-from leasehold.core.clock import Clock, SystemClock
-from leasehold.core.schedule import Schedule, ScheduleSpec
-from leasehold.core.transitions import Outcome
+from leasehold.clock import Clock, SystemClock
 from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import (
+    Attempt,
+    AttemptOutcome,
+    Job,
+    JobStatus,
+    Outcome,
+    Report,
+    Schedule,
+    ScheduleSpec,
+)
 from leasehold.store import sqlite_lease_ids as lease_ids
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
