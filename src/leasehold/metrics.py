@@ -13,9 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from leasehold.core.stats import OTHER, TOP_NAMES
-from leasehold.core.transitions import Outcome
-from leasehold.model import Job
+from leasehold.model import OTHER, TOP_NAMES, Job, Outcome
 
 _TIME_BUCKETS = (
     0.001,

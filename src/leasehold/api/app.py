@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
+from leasehold.api.fastpath import FastEnqueue
 from leasehold.api.health import router as health_router
 from leasehold.api.limits import BodyLimit, route_caps
 from leasehold.api.openapi import install_openapi
@@ -30,6 +31,7 @@ from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
 from leasehold.tokens import Authenticator
+from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold")
 
@@ -85,11 +87,12 @@ def create_app(
     app = FastAPI(
         title="leasehold",
         summary="A distributed job queue with fenced leases",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         docs_url=None,  # served offline by mount_docs
         redoc_url=None,
     )
+    app.add_middleware(FastEnqueue)  # innermost: the body limit and the log still apply
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_body_bytes,

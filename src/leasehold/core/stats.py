@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from leasehold.model import OTHER as OTHER  # also named here, where callers find them
+from leasehold.model import TOP_NAMES as TOP_NAMES
 from leasehold.model import JobStatus
 from leasehold.store.base import StatsSnapshot
 
@@ -56,10 +58,8 @@ def _window_count(sums: dict[tuple[str, str], tuple[int, float]], event: str) ->
     return sum(n for (name, _), (n, _) in sums.items() if name == event)
 
 
-# /stats and /metrics name this many kinds (and queues), the largest by job count; the rest
-# are added up under OTHER, so that thousands of names cannot make them huge.
-TOP_NAMES = 50
-OTHER = "other"
+# TOP_NAMES and OTHER (how many kinds and queues /stats and /metrics name) are in the model,
+# which metrics.py shares without importing core.
 
 
 def fold(table: dict[str, dict[str, int]], top: int = TOP_NAMES) -> dict[str, dict[str, int]]:

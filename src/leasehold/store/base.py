@@ -16,10 +16,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from leasehold.core.schedule import Firing, Schedule, ScheduleSpec, idempotency_key
-from leasehold.core.transitions import Outcome
 from leasehold.errors import LeaseholdError
-from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
+from leasehold.model import (
+    DEFAULT_QUEUE,
+    JSON,
+    Attempt,
+    Firing,
+    Job,
+    JobStatus,
+    Outcome,
+    Schedule,
+    ScheduleSpec,
+    schedule_idempotency_key,
+)
 
 Decide = Callable[[Job, datetime], Outcome]
 """A rule bound to its request: takes the stored job and now, returns the outcome."""
@@ -35,6 +44,7 @@ class NewJob:
     request_hash: str
     priority: int = 0
     queue: str = DEFAULT_QUEUE
+    headers: dict[str, str] | None = None  # not part of request_hash (DESIGN.md §21)
     # Fingerprints an earlier release computed for this same request (as given, before
     # defaults were filled in): a key stored then still matches its retry now.
     also_matches: tuple[str, ...] = ()
@@ -158,7 +168,7 @@ class Fired:
 def scheduled_job(schedule: Schedule, fire_time: datetime) -> NewJob:
     """The job a schedule enqueues for one fire time, keyed so it exists at most once."""
     spec = schedule.spec
-    key = idempotency_key(spec.name, fire_time)
+    key = schedule_idempotency_key(spec.name, fire_time)
     return NewJob(
         kind=spec.kind,
         payload=spec.payload,
@@ -212,9 +222,10 @@ class Store(Protocol):
         """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
         run_after, then lowest id; never more running jobs of a kind than its limit.
 
-        Each leased job gets a new lease token (``next_lease_token``), attempts + 1,
-        status running, the lease's owner and expiry, and a new attempt record; all in one
-        statement per job set. ``request.seal`` is called before the commit.
+        Each leased job gets a new lease token from the coordinator-wide sequence (above
+        every token issued before: DESIGN.md §4), attempts + 1, status running, the lease's
+        owner and expiry, and a new attempt record; all in one statement per job set.
+        ``request.seal`` is called with the jobs before the commit.
 
         With a ``request_id`` seen from the same worker within the window, nothing new is
         leased: the answer is the jobs that request got that are still running under the

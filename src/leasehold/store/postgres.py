@@ -24,10 +24,17 @@ import asyncpg
 import orjson
 import structlog
 
-from leasehold.core.schedule import Schedule, ScheduleSpec
-from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import (
+    Attempt,
+    AttemptOutcome,
+    Job,
+    JobStatus,
+    Outcome,
+    Report,
+    Schedule,
+    ScheduleSpec,
+)
 from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched
@@ -160,6 +167,7 @@ def _job(row: asyncpg.Record) -> Job:
         queue=row["queue"],
         cancel_requested=row["cancel_requested"],
         releases=row["releases"],
+        headers=orjson.loads(row["headers"]) if row["headers"] is not None else None,
     )
 
 
@@ -411,8 +419,8 @@ class PostgresStore:
         # so two coordinators given the same key never both create a job.
         row = await conn.fetchrow(
             "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-            " idempotency_key, request_hash, priority, queue)"
-            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8)"
+            " idempotency_key, request_hash, priority, queue, headers)"
+            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9)"
             f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}",
             new.kind,
             _json(new.payload),
@@ -422,6 +430,7 @@ class PostgresStore:
             new.request_hash,
             new.priority,
             new.queue,
+            _json(new.headers) if new.headers is not None else None,
         )
         if row is not None:
             return Inserted(_job(row), created=True)
