@@ -49,6 +49,7 @@ from leasehold.tokens import (
     new_token,
     parse_tokens_env,
 )
+from leasehold.version import __version__
 
 app = typer.Typer(
     name="leasehold",
@@ -62,8 +63,22 @@ app.add_typer(schedules, name="schedules")
 app.add_typer(limits, name="limits")
 
 
+def _show_version(show: bool) -> None:
+    if show:
+        typer.echo(f"leasehold {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_show_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
+) -> None:
     """A distributed job queue with fenced leases."""
 
 

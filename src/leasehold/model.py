@@ -81,6 +81,8 @@ class Job:
     # report (or the reaper) ends it as cancelled. Stays set on the cancelled job.
     cancel_requested: bool = False
     releases: int = 0  # times the job was released; the first few give the attempt back
+    # Set by the producer, handed to every lessee: trace context (traceparent, ...).
+    headers: dict[str, str] | None = None
 
     def replace(self, **changes: Any) -> Job:
         """A copy with some fields changed (jobs are immutable values)."""

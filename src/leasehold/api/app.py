@@ -31,6 +31,7 @@ from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
 from leasehold.tokens import Authenticator
+from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold")
 
@@ -86,7 +87,7 @@ def create_app(
     app = FastAPI(
         title="leasehold",
         summary="A distributed job queue with fenced leases",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         docs_url=None,  # served offline by mount_docs
         redoc_url=None,

@@ -63,7 +63,9 @@ from leasehold.errors import (
 )
 from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import Job, JobStatus
+from leasehold.settings import MAX_WAIT_SECONDS
 from leasehold.store.base import AttemptPage, DeadFilter, JobFilter
+from leasehold.tracing import tag_jobs
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -171,8 +173,10 @@ async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | No
             key,
             body.priority,
             body.queue,
+            body.headers,
         )
     )
+    tag_jobs([inserted.job.id])
     return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
 
 
@@ -194,6 +198,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
                 j.idempotency_key,
                 j.priority,
                 j.queue,
+                j.headers,
             )
             for j in body.jobs
         ]
@@ -213,6 +218,7 @@ async def lease(body: LeaseRequest, request: Request) -> Response:
     jobs = await _lease(body, body.max_jobs or 1, request)
     if not jobs:
         return Response(status_code=204)
+    tag_jobs(j.id for j in jobs)
     if body.max_jobs is not None:
         return reply_json({"leases": [lease_wire(j) for j in jobs]})
     return reply_json(lease_wire(jobs[0]))
@@ -329,8 +335,23 @@ async def requeue_dead(body: BulkRequeueRequest, request: Request) -> Response:
 @router.get(
     "/jobs/{job_id}", response_model=JobOut, responses=errors(404), dependencies=_JOB_READERS
 )
-async def get_job(job_id: str, request: Request) -> Response:
-    return reply(JobOut.of(await service_of(request).get(parse_job_id(job_id))))
+async def get_job(
+    job_id: str,
+    request: Request,
+    wait_seconds: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            allow_inf_nan=False,
+            description="wait up to this long for the job to be completed, dead or cancelled",
+        ),
+    ] = 0.0,
+) -> Response:
+    service, jid = service_of(request), parse_job_id(job_id)
+    tag_jobs([jid])
+    job = await (service.wait(jid, wait_seconds) if wait_seconds > 0 else service.get(jid))
+    return reply(JobOut.of(job))
 
 
 @router.get(

@@ -84,6 +84,10 @@ Kind = Annotated[
     AfterValidator(_printable),
     AfterValidator(_visible),
 ]
+# Up to 16 headers, names like HTTP's, values up to 512 printable characters.
+HeaderName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+HeaderValue = Annotated[str, Field(max_length=512), AfterValidator(_printable)]
+Headers = Annotated[dict[HeaderName, HeaderValue], Field(max_length=16)]
 IdempotencyKey = Annotated[
     str,
     Field(min_length=1, max_length=MAX_KEY_LENGTH),
@@ -162,6 +166,11 @@ class EnqueueRequest(Strict):
     idempotency_key: IdempotencyKey | None = None
     priority: Priority | None = None
     queue: QueueName | None = Field(default=None, description='default "default"')
+    headers: Headers | None = Field(
+        default=None,
+        description="strings handed to every worker that leases the job (e.g. W3C trace"
+        " context: traceparent, tracestate); not part of the idempotency comparison",
+    )
 
 
 class LeaseRequest(Strict):
@@ -277,6 +286,9 @@ class JobOut(BaseModel):
     cancel_requested: bool = Field(
         description="a cancel was asked for: a running job ends at its holder's next report"
     )
+    headers: dict[str, str] | None = Field(
+        default=None, description="what the producer sent with the job (trace context)"
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -300,6 +312,7 @@ class JobOut(BaseModel):
             priority=job.priority,
             queue=job.queue,
             cancel_requested=job.cancel_requested,
+            headers=job.headers,
         )
 
 

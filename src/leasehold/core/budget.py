@@ -42,7 +42,6 @@ def budget_seal(max_bytes: int) -> Callable[[Sequence[Job]], None]:
         spent = 0
         for n, job in enumerate(sorted(jobs, key=lease_order)):
             try:
-                # Through the module: the one serialiser of answers, whatever it is now.
                 spent += len(answer.encode(answer.job_wire(job)))
             except (TypeError, ValueError) as exc:  # orjson.JSONEncodeError is a TypeError
                 raise Unanswerable() from exc

@@ -20,6 +20,8 @@ from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.budget import MAX_ANSWER_BYTES, OverBudget, budget_seal
 from leasehold.core.duetimer import DueTimer
 from leasehold.core.figures import FiguresCache
+from leasehold.core.finish import RECHECK_SECONDS as FINISH_RECHECK_SECONDS
+from leasehold.core.finish import Finishes, is_finished, wait_finished
 from leasehold.core.names import MAX_KINDS, MAX_QUEUES, NameCaps
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
@@ -73,6 +75,7 @@ class Enqueue:
     idempotency_key: str | None = None
     priority: int | None = None
     queue: str | None = None
+    headers: dict[str, str] | None = None  # not in the fingerprint: see DESIGN.md §21
 
     def new_job(self) -> NewJob:
         canonical, earlier = normalized_fingerprints(
@@ -93,6 +96,7 @@ class Enqueue:
             request_hash=canonical,
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
+            headers=self.headers,
             also_matches=earlier,
         )
 
@@ -258,6 +262,7 @@ class JobService:
         self.rng = rng or random.Random()
         self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
+        self.finishes = Finishes()  # requests waiting for a job to end (GET ?wait_seconds)
         self.max_waiting_polls = max_waiting_polls
         self.max_answer_bytes = max_answer_bytes
         self.names = NameCaps(store.names_known, max_kinds, max_queues)
@@ -292,6 +297,7 @@ class JobService:
         have) instead of holding the shutdown until they time out."""
         self.stopping = True
         self.wakeup.notify()
+        self.finishes.fire_all()
 
     def oversize(self, what: str, value: JSON) -> PayloadTooLarge | None:
         # Measured as stored: compact JSON. The body cap alone would let a payload nearly
@@ -498,6 +504,18 @@ class JobService:
             raise JobNotFound(f"no job has id {job_id}")
         return job
 
+    async def wait(self, job_id: int, seconds: float) -> Job:
+        """The job as soon as it is completed, dead or cancelled, or as it is after
+        ``seconds`` (DESIGN.md §9, "Waiting for a job to finish")."""
+        return await wait_finished(
+            self.finishes,
+            job_id,
+            partial(self.get, job_id),
+            seconds,
+            FINISH_RECHECK_SECONDS,
+            lambda: self.stopping,
+        )
+
     async def list_jobs(self, query: JobFilter) -> JobList:
         return await self.store.job_list(query)
 
@@ -570,6 +588,8 @@ class JobService:
         for outcome in reaped:
             _log_outcome(outcome, outcome.job.lease_token)
             self.metrics.decided(outcome)
+            if is_finished(outcome.job):
+                self.finishes.fire(outcome.job.id)
             self._arm_if_queued(outcome)
         # An expiry also frees its kind's room under a concurrency limit.
         self.wakeup.notify(len(reaped))
@@ -594,6 +614,8 @@ class JobService:
             _log_outcome(outcome, token)
             self.metrics.decided(outcome)
             answers.append(outcome.error or outcome.job)
+            if outcome.changed and is_finished(outcome.job):
+                self.finishes.fire(job_id)
             # A retry still in its backoff wakes a lessee for nothing; that costs one read.
             available += outcome.changed and outcome.job.status is JobStatus.QUEUED
             if outcome.changed and outcome.attempt is not None:

@@ -44,6 +44,7 @@ class NewJob:
     request_hash: str
     priority: int = 0
     queue: str = DEFAULT_QUEUE
+    headers: dict[str, str] | None = None  # not part of request_hash (DESIGN.md §21)
     # Fingerprints an earlier release computed for this same request (as given, before
     # defaults were filled in): a key stored then still matches its retry now.
     also_matches: tuple[str, ...] = ()

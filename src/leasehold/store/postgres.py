@@ -167,6 +167,7 @@ def _job(row: asyncpg.Record) -> Job:
         queue=row["queue"],
         cancel_requested=row["cancel_requested"],
         releases=row["releases"],
+        headers=orjson.loads(row["headers"]) if row["headers"] is not None else None,
     )
 
 
@@ -418,8 +419,8 @@ class PostgresStore:
         # so two coordinators given the same key never both create a job.
         row = await conn.fetchrow(
             "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-            " idempotency_key, request_hash, priority, queue)"
-            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8)"
+            " idempotency_key, request_hash, priority, queue, headers)"
+            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9)"
             f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}",
             new.kind,
             _json(new.payload),
@@ -429,6 +430,7 @@ class PostgresStore:
             new.request_hash,
             new.priority,
             new.queue,
+            _json(new.headers) if new.headers is not None else None,
         )
         if row is not None:
             return Inserted(_job(row), created=True)

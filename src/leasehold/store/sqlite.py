@@ -74,11 +74,12 @@ SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
 _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested, releases"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
+    " headers"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
-_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (9 variables each)
+_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (10 variables each)
 # The write of a decision, guarded by the token and status it was decided on.
 _GUARDED_WRITE: Final = (
     "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
@@ -131,6 +132,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         queue=row[20],
         cancel_requested=bool(row[21]),
         releases=row[22],
+        headers=orjson.loads(row[23]) if row[23] is not None else None,
     )
 
 
@@ -463,7 +465,7 @@ class SqliteStore:
         created_at = datetime.fromtimestamp(now, UTC)
         for start in range(0, len(fresh), _INSERT_CHUNK):
             chunk = fresh[start : start + _INSERT_CHUNK]
-            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             rows: list[tuple[NewJob, str, float]] = []
             params: list[Any] = []
             for new in chunk:
@@ -479,10 +481,12 @@ class SqliteStore:
                     new.request_hash,
                     new.priority,
                     new.queue,
+                    orjson.dumps(new.headers).decode() if new.headers is not None else None,
                 )
             ids = conn.execute(
                 "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                f" idempotency_key, request_hash, priority, queue) VALUES {values} RETURNING id",
+                " idempotency_key, request_hash, priority, queue, headers)"
+                f" VALUES {values} RETURNING id",
                 params,
             ).fetchall()
             # The jobs as a read would return them, built from what was written.
@@ -501,6 +505,7 @@ class SqliteStore:
                         request_hash=new.request_hash,
                         priority=new.priority,
                         queue=new.queue,
+                        headers=new.headers,
                     )
                 )
         return created

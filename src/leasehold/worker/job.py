@@ -31,6 +31,7 @@ class LeasedJob:
     token: int
     lease_expires_at: datetime
     worker_id: str
+    headers: dict[str, str] | None = None  # as the producer sent them (trace context)
 
     @classmethod
     def of(cls, lease: Lease, worker_id: str) -> LeasedJob:
@@ -45,4 +46,5 @@ class LeasedJob:
             token=lease.token,
             lease_expires_at=job.lease_expires_at,
             worker_id=worker_id,
+            headers=job.headers,
         )
