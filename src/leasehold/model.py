@@ -75,6 +75,8 @@ class Job:
     # Set by a cancel of a running job: its holder is told at its next renew, and its next
     # report (or the reaper) ends it as cancelled. Stays set on the cancelled job.
     cancel_requested: bool = False
+    # Seconds the worker lets one attempt run before it cancels it (None: no limit).
+    timeout_seconds: float | None = None
 
     def replace(self, **changes: Any) -> Job:
         """A copy with some fields changed (jobs are immutable values)."""

@@ -38,3 +38,9 @@ class CoordinatorSettings:
     tokens: tuple[HashedToken, ...] = ()
     allow_open_access: bool = False
     max_payload_bytes: int = MAX_PAYLOAD_BYTES
+    # Retention of finished jobs, per status, in seconds after they finished (0: forever);
+    # the defaults and their reasons are in core/retention.py and DESIGN.md §20.
+    retain_completed_seconds: float = 86_400.0
+    retain_cancelled_seconds: float = 86_400.0
+    retain_dead_seconds: float = 7 * 86_400.0
+    prune_interval_seconds: float = 10.0

@@ -12,12 +12,15 @@ from fastapi import FastAPI
 
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.limits import BodyLimit
+from leasehold.api.operations import router as operations_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
+from leasehold.core.operations import Operations
 from leasehold.core.reaper import Reaper
+from leasehold.core.retention import Pruner, Retention
 from leasehold.core.scheduler import Scheduler
 from leasehold.core.service import JobService
 from leasehold.dashboard import mount_dashboard
@@ -48,6 +51,13 @@ def create_app(
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
+    operations = Operations(service)
+    retention = Retention(
+        settings.retain_completed_seconds,
+        settings.retain_cancelled_seconds,
+        settings.retain_dead_seconds,
+    )
+    pruner = Pruner(store, retention, settings.prune_interval_seconds)
     scheduler = Scheduler(
         service, settings.schedule_interval_seconds, settings.schedule_grace_seconds
     )
@@ -55,6 +65,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await store.open()
+        await operations.load()
         if authenticator.open:
             log.warning("auth.open", detail="no token configured: every caller is admin")
         else:
@@ -62,6 +73,7 @@ def create_app(
         tasks = [
             asyncio.create_task(reaper.run(), name="leasehold-reaper"),
             asyncio.create_task(scheduler.run(), name="leasehold-scheduler"),
+            asyncio.create_task(pruner.run(), name="leasehold-pruner"),
         ]
         try:
             yield
@@ -85,8 +97,11 @@ def create_app(
     app.state.authenticator = authenticator
     app.state.reaper = reaper
     app.state.scheduler = scheduler
+    app.state.operations = operations
+    app.state.pruner = pruner
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(scheduling_router)
+    app.include_router(operations_router)
     mount_dashboard(app)
     return app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel
@@ -157,6 +157,7 @@ async def enqueue(
             key,
             body.priority,
             body.queue,
+            body.timeout_seconds,
         )
     )
     return reply_json(job_wire(inserted.job), 201 if inserted.created else 200)
@@ -180,6 +181,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
                 j.idempotency_key,
                 j.priority,
                 j.queue,
+                j.timeout_seconds,
             )
             for j in body.jobs
         ]
@@ -250,13 +252,21 @@ async def list_jobs(
     kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    queue: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    error_contains: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
+    idempotency_key: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
+    order: Annotated[Literal["asc", "desc"], Query(description="by id: oldest first")] = "asc",
 ) -> Response:
+    """Jobs by id (``order=desc``: newest first), filtered; ``next_cursor`` pages on."""
     after = None
     if cursor is not None:
         if not _ID.fullmatch(cursor):
             raise InvalidRequest("cursor is not one this server issued")
         after = int(cursor)
-    jobs = await service_of(request).list_jobs(JobFilter(status, kind, after, limit))
+    query = JobFilter(
+        status, kind, after, limit, queue, error_contains, idempotency_key, order == "desc"
+    )
+    jobs = await service_of(request).list_jobs(query)
     next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
     return reply(JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
 

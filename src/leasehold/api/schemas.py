@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from leasehold.core.schedule import CatchUp, Schedule, ScheduleSpec
+from leasehold.core.transitions import summary_line
 from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.store.base import KindLimit
@@ -94,6 +95,9 @@ LeaseSeconds = Annotated[
     StrictFloat,
     Field(gt=0, le=MAX_LEASE_SECONDS, allow_inf_nan=False, description="lease length"),
 ]
+TimeoutSeconds = Annotated[
+    StrictFloat, Field(gt=0, le=MAX_LEASE_SECONDS, allow_inf_nan=False, description="time limit")
+]
 # Times the coordinator can store and read back on every backend.
 EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_TIME = datetime(9999, 1, 1, tzinfo=UTC)
@@ -141,6 +145,11 @@ class EnqueueRequest(Strict):
     idempotency_key: IdempotencyKey | None = None
     priority: Priority | None = None
     queue: QueueName | None = Field(default=None, description='default "default"')
+    timeout_seconds: TimeoutSeconds | None = Field(
+        default=None,
+        description="the worker stops an attempt that runs longer and fails it (retryable)"
+        " with error type 'timeout' (default: the handler's own, else none)",
+    )
 
 
 class LeaseRequest(Strict):
@@ -243,6 +252,12 @@ class JobOut(BaseModel):
     cancel_requested: bool = Field(
         description="a cancel was asked for: a running job ends at its holder's next report"
     )
+    timeout_seconds: float | None = Field(
+        default=None, description="the attempt's time limit in seconds (null: none)"
+    )
+    error_summary: str | None = Field(
+        default=None, description="the last line of last_error: the exception and message"
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -266,6 +281,8 @@ class JobOut(BaseModel):
             priority=job.priority,
             queue=job.queue,
             cancel_requested=job.cancel_requested,
+            timeout_seconds=job.timeout_seconds,
+            error_summary=summary_line(job.last_error),
         )
 
 
@@ -360,6 +377,16 @@ class StatsOut(BaseModel):
     )
     completed_last_minute: int
     failed_last_minute: int
+    unserved: list[UnservedOut] = Field(
+        default_factory=list,
+        description="queued jobs of a kind in a queue that no live worker serves",
+    )
+
+
+class UnservedOut(BaseModel):
+    queue: str
+    kind: str
+    queued: int
 
 
 class Health(BaseModel):

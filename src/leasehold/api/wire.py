@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from fastapi import Response
 
+from leasehold.core.transitions import summary_line
 from leasehold.errors import JobNotFound, LeaseholdError, StaleToken
 from leasehold.model import Job
 
@@ -46,6 +47,8 @@ def job_wire(job: Job) -> dict[str, Any]:
         "priority": job.priority,
         "queue": job.queue,
         "cancel_requested": job.cancel_requested,
+        "timeout_seconds": job.timeout_seconds,
+        "error_summary": summary_line(job.last_error),
     }
 
 

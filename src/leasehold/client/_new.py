@@ -25,6 +25,7 @@ class NewJob:
     idempotency_key: str | None = None
     priority: int | None = None
     queue: str | None = None
+    timeout_seconds: float | None = None
 
     def body(self) -> dict[str, Any]:
         """The enqueue request. A job without a key gets a random one, so that a retried
@@ -36,5 +37,6 @@ class NewJob:
             idempotency_key=self.idempotency_key or f"auto-{uuid.uuid4().hex}",
             priority=self.priority,
             queue=self.queue,
+            timeout_seconds=self.timeout_seconds,
         )
         return {**fields, "payload": self.payload}

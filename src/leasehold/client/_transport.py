@@ -49,7 +49,9 @@ class Transport:
         timeout_seconds: float,
     ) -> Any:
         """One HTTP exchange: the parsed JSON answer (None for an empty one), or an error."""
-        if body is not None:
+        if body is not None or method != "GET":
+            # Declared on bodyless changes too: a coordinator may require it of every
+            # state-changing request (a browser cannot send it cross-origin unasked).
             headers = {**headers, "Content-Type": "application/json"}
         try:
             async with self.session().request(

@@ -25,8 +25,10 @@ from leasehold.core.transitions import (
     decide_release,
     decide_renew,
     decide_requeue,
+    decide_run_now,
     request_fingerprint,
 )
+from leasehold.core.workers import LIVE_SECONDS
 from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
 from leasehold.metrics import Metrics
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
@@ -59,6 +61,7 @@ class Enqueue:
     idempotency_key: str | None = None
     priority: int | None = None
     queue: str | None = None
+    timeout_seconds: float | None = None
 
     def new_job(self) -> NewJob:
         return NewJob(
@@ -74,9 +77,11 @@ class Enqueue:
                 self.run_after,
                 self.priority,
                 self.queue,
+                self.timeout_seconds,
             ),
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
+            timeout_seconds=self.timeout_seconds,
         )
 
 
@@ -220,6 +225,8 @@ class JobService:
         self.wakeup = Wakeup()
         self.metrics = Metrics()
         self.stopping = False
+        # Queues known to be paused (kept by core.operations): their jobs wake no lessee.
+        self.paused: frozenset[str] = frozenset()
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
 
     def stop_waiting(self) -> None:
@@ -253,7 +260,8 @@ class JobService:
             if too_large := self.oversize("payload", r.payload):
                 raise too_large
         new_jobs = [r.new_job() for r in requests]
-        claimed = await self._claim_waiters([j for j in new_jobs if j.run_after is None])
+        due = [j for j in new_jobs if j.run_after is None and j.queue not in self.paused]
+        claimed = await self._claim_waiters(due)
         handed = 0
         if claimed:
             both = await self.store.job_insert_and_lease(new_jobs, [w.request for w in claimed])
@@ -266,7 +274,8 @@ class JobService:
         else:
             inserted = await self.store.job_insert_many(new_jobs)
         created = [i.job for i in inserted if i.created]
-        self.wakeup.notify(max(0, len(created) - handed))
+        leasable = sum(job.queue not in self.paused for job in created)
+        self.wakeup.notify(max(0, leasable - handed))
         for job in created:
             # Debug, as job.leased: per job per step, they would double a busy coordinator's
             # logging; the attempt history keeps who leased what and when.
@@ -409,7 +418,8 @@ class JobService:
         return await self.store.job_list(query)
 
     async def stats(self) -> Stats:
-        return summarize(await self.store.stats(WINDOWS))
+        snapshot = await self.store.stats(WINDOWS)
+        return summarize(snapshot, await self.store.workers_list(LIVE_SECONDS))
 
     async def attempts(self, job_id: int) -> list[Attempt]:
         await self.get(job_id)
@@ -419,6 +429,10 @@ class JobService:
 
     async def requeue(self, job_id: int) -> Job:
         return await self._decide(job_id, None, _requeue)
+
+    async def run_now(self, job_id: int) -> Job:
+        """Make a queued job that waits for its run_after due at once."""
+        return await self._decide(job_id, None, _run_now)
 
     async def cancel(self, job_id: int) -> Job:
         """Cancel a job: at once unless it is running (then at its holder's next report)."""
@@ -536,6 +550,10 @@ def _expire(token: int, job: Job, now: datetime) -> Outcome:
 
 def _requeue(job: Job, now: datetime) -> Outcome:
     return decide_requeue(job, now)
+
+
+def _run_now(job: Job, now: datetime) -> Outcome:
+    return decide_run_now(job, now)
 
 
 def _cancel(job: Job, now: datetime) -> Outcome:

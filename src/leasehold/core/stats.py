@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
+from leasehold.core.workers import Unserved, unserved
 from leasehold.model import JobStatus
 from leasehold.store.base import StatsSnapshot
+from leasehold.store.ops import WorkerSeen
 
 RATE_WINDOW_SECONDS = 60
 """'last minute' figures count events in the last 60 seconds (to the second)."""
@@ -44,6 +47,8 @@ class Stats:
     oldest_queued_age_seconds: float | None
     completed_last_minute: int
     failed_last_minute: int
+    # Queued work that no live worker serves (heartbeats only; see core/workers.py).
+    unserved: list[Unserved] = field(default_factory=list)
 
 
 def _average(sums: dict[tuple[str, str], tuple[int, float]], event: str) -> float | None:
@@ -56,8 +61,9 @@ def _window_count(sums: dict[tuple[str, str], tuple[int, float]], event: str) ->
     return sum(n for (name, _), (n, _) in sums.items() if name == event)
 
 
-def summarize(snapshot: StatsSnapshot) -> Stats:
-    """Every status appears (zero included); averages are None when nothing happened."""
+def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats:
+    """Every status appears (zero included); averages are None when nothing happened.
+    ``live``: the workers live now, to tell which queued work none of them serves."""
     by_status = dict.fromkeys((s.value for s in JobStatus), 0)
     by_kind: dict[str, dict[str, int]] = {}
     for (kind, status), n in snapshot.counts.items():
@@ -90,4 +96,5 @@ def summarize(snapshot: StatsSnapshot) -> Stats:
         oldest_queued_age_seconds=oldest,
         completed_last_minute=_window_count(recent, "completed"),
         failed_last_minute=_window_count(recent, "failed"),
+        unserved=unserved(snapshot.queued_pairs, live),
     )

@@ -295,6 +295,49 @@ def decide_cancel(job: Job, now: datetime) -> Outcome:
     return Outcome(cancelled, changed=True, events=("cancelled",))
 
 
+def decide_run_now(job: Job, now: datetime) -> Outcome:
+    """An operator makes a queued job that waits for its run_after (a retry's backoff, a
+    job enqueued for later) due at once. A queued job already due is left as it is; any
+    other state is refused: only queued jobs wait to be leased."""
+    if job.status is not JobStatus.QUEUED:
+        return _rejected(
+            job,
+            InvalidTransition(f"job {job.id} is {job.status}; only a queued job can run now"),
+        )
+    if job.run_after <= now:
+        return _unchanged(job)
+    return Outcome(job.replace(run_after=now), changed=True)
+
+
+DELETABLE: tuple[JobStatus, ...] = (
+    JobStatus.QUEUED,
+    JobStatus.COMPLETED,
+    JobStatus.DEAD,
+    JobStatus.CANCELLED,
+)
+"""States a job may be deleted in. A running job is not: its holder would report into a
+void and its attempt would vanish mid-flight; cancel it first (it ends cancelled at its
+holder's next report, or when its lease runs out), then delete it."""
+
+
+def check_delete(job: Job) -> LeaseholdError | None:
+    """Why the job cannot be deleted now, or None if it can."""
+    if job.status in DELETABLE:
+        return None
+    return InvalidTransition(
+        f"job {job.id} is {job.status}; cancel it first (a running job is not deleted)"
+    )
+
+
+def summary_line(error: str | None) -> str | None:
+    """The last non-blank line of an error: for a traceback, the exception type and its
+    message, which is what a list of failed jobs needs to show."""
+    if error is None:
+        return None
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
 def request_fingerprint(
     kind: str,
     payload: JSON,
@@ -302,6 +345,7 @@ def request_fingerprint(
     run_after: datetime | None,
     priority: int | None = None,
     queue: str | None = None,
+    timeout_seconds: float | None = None,
 ) -> str:
     """A digest of an enqueue request as given, to tell a retry from a different request.
 
@@ -311,4 +355,6 @@ def request_fingerprint(
     given: list[JSON] = [kind, payload, max_attempts, run_after.isoformat() if run_after else None]
     if priority is not None or queue is not None:
         given += [priority, queue]
+    if timeout_seconds is not None:  # likewise added only when given
+        given += [{"timeout_seconds": timeout_seconds}]
     return hashlib.sha256(orjson.dumps(given, option=orjson.OPT_SORT_KEYS)).hexdigest()

@@ -27,6 +27,7 @@ from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import sqlite_ops as ops
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
     DeadFilter,
@@ -46,6 +47,7 @@ from leasehold.store.base import (
     scheduled_job,
 )
 from leasehold.store.migrations import migrations
+from leasehold.store.ops import DeleteFilter, QueuesSnapshot, WorkerBeat, WorkerSeen
 from leasehold.store.sqlite_pick import PLAIN, oldest_available, pick
 
 T = TypeVar("T")
@@ -55,11 +57,12 @@ SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
 _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested,"
+    " timeout_seconds"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
-_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (9 variables each)
+_INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (10 variables each)
 # The write of a decision, guarded by the token and status it was decided on.
 _GUARDED_WRITE: Final = (
     "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
@@ -102,6 +105,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         priority=row[19],
         queue=row[20],
         cancel_requested=bool(row[21]),
+        timeout_seconds=row[22],
     )
 
 
@@ -372,7 +376,7 @@ class SqliteStore:
         created_at = datetime.fromtimestamp(now, UTC)
         for start in range(0, len(fresh), _INSERT_CHUNK):
             chunk = fresh[start : start + _INSERT_CHUNK]
-            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             rows: list[tuple[NewJob, str, float]] = []
             params: list[Any] = []
             for new in chunk:
@@ -388,10 +392,12 @@ class SqliteStore:
                     new.request_hash,
                     new.priority,
                     new.queue,
+                    new.timeout_seconds,
                 )
             ids = conn.execute(
                 "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                f" idempotency_key, request_hash, priority, queue) VALUES {values} RETURNING id",
+                " idempotency_key, request_hash, priority, queue, timeout_seconds)"
+                f" VALUES {values} RETURNING id",
                 params,
             ).fetchall()
             # The jobs as a read would return them, built from what was written.
@@ -410,6 +416,7 @@ class SqliteStore:
                         request_hash=new.request_hash,
                         priority=new.priority,
                         queue=new.queue,
+                        timeout_seconds=new.timeout_seconds,
                     )
                 )
         return created
@@ -545,15 +552,9 @@ class SqliteStore:
         return await self._call(op)
 
     async def job_list(self, query: JobFilter) -> list[Job]:
-        where: list[str] = ["id > ?"]
-        params: list[object] = [query.after_id or 0]
-        if query.status is not None:
-            where.append("status = ?")
-            params.append(query.status)
-        if query.kind is not None:
-            where.append("kind = ?")
-            params.append(query.kind)
-        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        where, params = ops.list_where(query)
+        order = "DESC" if query.descending else ""
+        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY id {order} LIMIT ?"
         return await self._call(
             lambda conn: [_job(r) for r in conn.execute(sql, [*params, query.limit])]
         )
@@ -609,11 +610,14 @@ class SqliteStore:
             second = int(now.timestamp())
             counts: Counter[tuple[str, JobStatus]] = Counter()
             queue_counts: Counter[tuple[str, JobStatus]] = Counter()
+            queued_pairs: dict[tuple[str, str], int] = {}
             for queue_name, kind, status, n in conn.execute(
                 "SELECT queue, kind, status, n FROM job_counts WHERE n <> 0"
             ):
                 counts[kind, JobStatus(status)] += n
                 queue_counts[queue_name, JobStatus(status)] += n
+                if status == JobStatus.QUEUED:
+                    queued_pairs[queue_name, kind] = n
             totals = {
                 (name, kind): n
                 for name, kind, n in conn.execute("SELECT name, kind, value FROM counters")
@@ -628,7 +632,13 @@ class SqliteStore:
                 window_sums[window] = {(name, kind): (n, total) for name, kind, n, total in rows}
             oldest = oldest_available(conn, now.timestamp())
             return StatsSnapshot(
-                now, dict(counts), totals, window_sums, _dt(oldest), dict(queue_counts)
+                now,
+                dict(counts),
+                totals,
+                window_sums,
+                _dt(oldest),
+                dict(queue_counts),
+                queued_pairs,
             )
 
         return await self._call(op)
@@ -685,6 +695,36 @@ class SqliteStore:
 
     async def limit_list(self) -> list[KindLimit]:
         return await self._call(sched.limit_list)
+
+    # -- operations: deleting, paused queues, workers (sqlite_ops.py) -------------------
+
+    async def jobs_delete(self, query: DeleteFilter) -> int:
+        return await self._call(lambda conn: ops.jobs_delete(conn, query, self._stamp()))
+
+    async def queue_pause(self, queue: str) -> bool:
+        return await self._call(lambda conn: ops.queue_pause(conn, queue, self._stamp()))
+
+    async def queue_resume(self, queue: str) -> bool:
+        return await self._call(lambda conn: ops.queue_resume(conn, queue))
+
+    async def queues_snapshot(self, window_seconds: int) -> QueuesSnapshot:
+        return await self._call(
+            lambda conn: ops.queues_snapshot(conn, self._stamp(), window_seconds)
+        )
+
+    async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen:
+        return await self._call(lambda conn: ops.worker_beat(conn, beat, self._stamp()))
+
+    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
+        since = self._stamp() - seen_within_seconds
+        return await self._call(lambda conn: ops.workers_list(conn, since))
+
+    async def workers_forget(self, unseen_for_seconds: float) -> int:
+        before = self._stamp() - unseen_for_seconds
+        return await self._call(lambda conn: ops.workers_forget(conn, before))
+
+    def _stamp(self) -> float:
+        return self._clock.now().timestamp()
 
 
 def _deliver(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
