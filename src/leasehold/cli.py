@@ -102,6 +102,30 @@ def serve(
         min=1,
         help="Cap on a job's payload and a completion's result, as compact JSON (413).",
     ),
+    retain_completed_seconds: float = typer.Option(
+        86_400.0,
+        envvar="LEASEHOLD_RETAIN_COMPLETED_SECONDS",
+        min=0,
+        help="Delete completed jobs this long after they finished (0: keep forever).",
+    ),
+    retain_cancelled_seconds: float = typer.Option(
+        86_400.0,
+        envvar="LEASEHOLD_RETAIN_CANCELLED_SECONDS",
+        min=0,
+        help="Delete cancelled jobs this long after they finished (0: keep forever).",
+    ),
+    retain_dead_seconds: float = typer.Option(
+        604_800.0,
+        envvar="LEASEHOLD_RETAIN_DEAD_SECONDS",
+        min=0,
+        help="Delete dead jobs this long after they died (0: keep forever).",
+    ),
+    prune_interval_seconds: float = typer.Option(
+        10.0,
+        envvar="LEASEHOLD_PRUNE_INTERVAL_SECONDS",
+        min=0.001,
+        help="How often finished jobs past their retention are deleted.",
+    ),
 ) -> None:
     """Run the coordinator."""
     from leasehold.api.app import create_app
@@ -125,6 +149,10 @@ def serve(
         tokens=tokens,
         allow_open_access=allow_open_access,
         max_payload_bytes=max_payload_bytes,
+        retain_completed_seconds=retain_completed_seconds,
+        retain_cancelled_seconds=retain_cancelled_seconds,
+        retain_dead_seconds=retain_dead_seconds,
+        prune_interval_seconds=prune_interval_seconds,
     )
     configure_logging(log_format, log_level)
     serve_app(create_app(settings), settings)
