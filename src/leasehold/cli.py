@@ -233,6 +233,7 @@ def worker(
     0; a second one cancels them and hands their jobs back."""
     from leasehold.worker import AppLoadError, WorkerSettings, run_worker
     from leasehold.worker.loader import load_app
+    from leasehold.worker.settings import default_worker_id
 
     try:
         registry = load_app(app_spec)
@@ -247,7 +248,7 @@ def worker(
         token=token,
         wait_seconds=wait_seconds,
         grace_seconds=grace_seconds,
-        **({"worker_id": worker_id} if worker_id else {}),
+        worker_id=worker_id or default_worker_id(),
     )
     configure_logging(log_format, log_level)
     with asyncio.Runner(loop_factory=_fast_loop()) as runner:

@@ -31,6 +31,7 @@ class LeasedJob:
     token: int
     lease_expires_at: datetime
     worker_id: str
+    timeout_seconds: float | None = None  # the job's own time limit, if it carries one
 
     @classmethod
     def of(cls, lease: Lease, worker_id: str) -> LeasedJob:
@@ -45,4 +46,5 @@ class LeasedJob:
             token=lease.token,
             lease_expires_at=job.lease_expires_at,
             worker_id=worker_id,
+            timeout_seconds=job.timeout_seconds,
         )

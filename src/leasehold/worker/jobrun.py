@@ -91,7 +91,8 @@ class JobRunner:
         started = time.monotonic()
         self.renewer.add(keeper)
         try:
-            outcome = await execute(handler, job, keeper, self.forced)
+            limit = job.timeout_seconds or self.registry.timeout_of(job.kind)
+            outcome = await execute(handler, job, keeper, self.forced, limit)
         finally:
             self.renewer.remove(keeper)
             handler_done()

@@ -31,6 +31,8 @@ import structlog
 from leasehold.client import NO_RETRY, Client, Lease, RetryPolicy
 from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.worker.capacity import Capacity
+from leasehold.worker.heartbeat import beat_body, beat_forever
+from leasehold.worker.heartbeat import now as heartbeat_now
 from leasehold.worker.jobrun import JobRunner, Leased
 from leasehold.worker.registry import Registry
 from leasehold.worker.settings import WorkerSettings
@@ -78,6 +80,7 @@ class Worker:
         self._signals: list[int] = []
         self._fatal: LeaseholdError | None = None
         self._grace: asyncio.TimerHandle | None = None
+        self._started_at = heartbeat_now()
 
     # -- stopping -----------------------------------------------------------------------
 
@@ -133,6 +136,16 @@ class Worker:
         runner = self._runner
         renewing = asyncio.create_task(runner.renewer.run(), name="leasehold-renewer")
         reporting = asyncio.create_task(runner.reporter.run(), name="leasehold-reporter")
+        body = beat_body(
+            self.settings.worker_id,
+            tuple(self.kinds),
+            self.settings.queues,
+            self.settings.concurrency,
+            self._started_at,
+        )
+        beating = asyncio.create_task(
+            beat_forever(self._poller, body, self.settings.beat_seconds), name="leasehold-beat"
+        )
         try:
             async with asyncio.TaskGroup() as jobs:
                 await self._lease_loop(jobs)
@@ -140,6 +153,7 @@ class Worker:
             # Every job has had its report answered (or given up on it) by now.
             await cancel_and_wait(renewing)
             await cancel_and_wait(reporting)
+            await cancel_and_wait(beating)
             if self._grace is not None:
                 self._grace.cancel()
             await self.client.close()
