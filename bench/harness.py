@@ -103,7 +103,9 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
         os.kill(pid, sig)
 
 
-def start_coordinator(log_dir: Path, synchronous: str, log_level: str = "info") -> tuple[Proc, str]:
+def start_coordinator(
+    log_dir: Path, synchronous: str, log_level: str = "info", extra: Sequence[str] = ()
+) -> tuple[Proc, str]:
     port = free_port()
     proc = Proc(
         "coordinator",
@@ -122,6 +124,7 @@ def start_coordinator(log_dir: Path, synchronous: str, log_level: str = "info") 
             "json",
             "--log-level",
             log_level,
+            *extra,
         ],
         log_dir,
         {},

@@ -80,6 +80,8 @@ def test_workers_and_the_unserved_warning(shared: Coordinator, client: SyncClien
     assert code == 0, out
     assert "cli-w1" in out and "live" in out and "box" in out
     assert "no live worker serves kind 'cli-nobody' in queue 'cli-lonely'" in out
+    code, out = run(shared, "stats")
+    assert "no live worker serves kind 'cli-nobody' in queue 'cli-lonely'" in out
     code, out = run(shared, "workers", "--json")
     assert {"queue": "cli-lonely", "kind": "cli-nobody", "queued": 1} in json.loads(out)["unserved"]
 

@@ -73,7 +73,9 @@ export async function request(method, path, body) {
   const headers = { Accept: "application/json" };
   const token = getToken();
   if (token) headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // Every change declares JSON, bodyless ones too: a coordinator may require it of every
+  // state-changing request (a cross-origin page cannot send it without a preflight).
+  if (body !== undefined || method !== "GET") headers["Content-Type"] = "application/json";
   const sentAt = Date.now();
   let response;
   try {
@@ -98,6 +100,7 @@ export async function request(method, path, body) {
 
 export const get = (path) => request("GET", path);
 export const post = (path, body) => request("POST", path, body);
+export const del = (path) => request("DELETE", path);
 
 /** A query string from the non-empty entries of params. */
 export function query(params) {
