@@ -6,13 +6,17 @@ import importlib.util
 import os
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from leasehold.core.clock import FakeClock
 from tests.http import Api
+from tests.inproc import InProcessCoordinator, in_process_store, quick_settings, serve_app
 from tests.pgserver import PgServer, find_pg_bin, start_pg_server
 from tests.process import Coordinator
 
@@ -93,3 +97,38 @@ def coordinator(start_coordinator: CoordinatorFactory) -> Coordinator:
 async def api(coordinator: Coordinator) -> AsyncIterator[Api]:
     async with aiohttp.ClientSession() as session:
         yield Api(coordinator.url, session)
+
+
+InProcessFactory = Callable[..., Awaitable[InProcessCoordinator]]
+
+
+@pytest.fixture
+async def start_inproc(database_url: str) -> AsyncIterator[InProcessFactory]:
+    """Serve coordinator apps in the test process (tests/inproc.py) on each backend.
+
+    ``await start_inproc(max_payload_bytes=...)`` changes settings; all share one database
+    and, on SQLite, one FakeClock. Every app is stopped afterwards.
+    """
+    fake = FakeClock(datetime.now(UTC))
+    async with AsyncExitStack() as stack:
+
+        async def start(**settings: object) -> InProcessCoordinator:
+            store, clock = in_process_store(database_url, fake)
+            return await stack.enter_async_context(
+                serve_app(store, quick_settings(**settings), clock)
+            )
+
+        yield start
+
+
+@pytest.fixture
+async def inproc(start_inproc: InProcessFactory) -> InProcessCoordinator:
+    """One in-process coordinator with the `coordinator` fixture's quick timings."""
+    return await start_inproc()
+
+
+@pytest.fixture
+async def inproc_api(inproc: InProcessCoordinator) -> AsyncIterator[Api]:
+    """The `api` fixture's Api, talking to the in-process coordinator."""
+    async with aiohttp.ClientSession() as session:
+        yield Api(inproc.url, session)

@@ -19,7 +19,8 @@ The tree::
     ├── Forbidden               the token's role may not make the request (403)
     ├── PayloadTooLarge         the request body or payload is over a cap (413)
     ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
-    └── Unavailable             the coordinator cannot serve right now    (503)
+    ├── Unavailable             the coordinator cannot serve right now    (503)
+    └── Unanswerable            the answer could not be built: nothing was changed (500)
 
 The HTTP layer maps them to status codes in one table (``api/errors.py``); the client
 maps status codes back to the same types.
@@ -143,3 +144,10 @@ class Unavailable(LeaseholdError):
     """The coordinator cannot serve the request right now; retry later."""
 
     code = "unavailable"
+
+
+class Unanswerable(LeaseholdError):
+    """The answer could not be built, so the request was rolled back: nothing was
+    changed."""
+
+    code = "unanswerable"

@@ -75,6 +75,7 @@ class Job:
     # Set by a cancel of a running job: its holder is told at its next renew, and its next
     # report (or the reaper) ends it as cancelled. Stays set on the cancelled job.
     cancel_requested: bool = False
+    releases: int = 0  # times the job was released; the first few give the attempt back
     # Seconds the worker lets one attempt run before it cancels it (None: no limit).
     timeout_seconds: float | None = None
 

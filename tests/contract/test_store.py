@@ -25,6 +25,7 @@ from leasehold.core.transitions import (
 from leasehold.errors import IdempotencyConflict, StaleToken
 from leasehold.model import JSON, AttemptOutcome, Job, JobStatus, Report
 from leasehold.store.base import (
+    AttemptPage,
     DeadFilter,
     Decide,
     Expired,
@@ -240,6 +241,43 @@ async def test_a_second_lease_after_expiry_gets_the_next_token(store: Store) -> 
     (second,) = await lease(store)
     assert (second.lease_token, second.attempts, second.report) == (2, 2, None)
     assert [a.token for a in await store.attempts_list(job.id)] == [1, 2]
+
+
+async def test_lease_tokens_are_unique_across_jobs_and_increase_per_job(store: Store) -> None:
+    """Tokens come from one coordinator-wide sequence: no two leases share one, so a
+    token can only ever speak for the job it was issued for."""
+    a, b = await insert(store, new_job(), new_job())
+    (first_a,) = await lease(store, seconds=0)
+    (first_b,) = await lease(store)
+    await decide_one(store, a.id, expire(first_a.lease_token))
+    (second_a,) = await lease(store)
+    tokens = [first_a.lease_token, first_b.lease_token, second_a.lease_token]
+    assert tokens == sorted(set(tokens))  # unique and increasing in lease order
+    wrong = await decide_one(store, b.id, complete(first_a.lease_token))
+    assert isinstance(wrong.error, StaleToken)
+    assert [x.token for x in await store.attempts_list(a.id)] == tokens[::2]
+    page = await store.attempts_list(a.id, AttemptPage(after_token=tokens[0], limit=1))
+    assert [x.token for x in page] == [tokens[2]]
+
+
+class _Unsealable(Exception):
+    pass
+
+
+def _refuse(jobs: object) -> None:
+    raise _Unsealable
+
+
+async def test_a_lease_whose_seal_fails_is_rolled_back(store: Store) -> None:
+    """``LeaseRequest.seal`` runs before the commit: if it raises, nothing is leased."""
+    (job,) = await insert(store)
+    with pytest.raises(_Unsealable):
+        await store.job_lease(LeaseRequest("w1", 60, None, 5, seal=_refuse))
+    after = await get(store, job.id)
+    assert (after.status, after.attempts, after.lease_owner) == (JobStatus.QUEUED, 0, None)
+    assert await store.attempts_list(job.id) == []
+    (leased,) = await lease(store)
+    assert leased.attempts == 1
 
 
 async def test_concurrent_leases_never_share_a_job(store: Store) -> None:

@@ -10,6 +10,13 @@ import pytest
 
 from tests.http import Api
 
+
+@pytest.fixture
+def api(inproc_api: Api) -> Api:
+    """Nothing here is about the process: the app served in the test process will do."""
+    return inproc_api
+
+
 MIB = 1024 * 1024
 
 BAD_BODIES: list[tuple[str, Any]] = [

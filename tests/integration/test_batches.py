@@ -6,7 +6,15 @@ import asyncio
 import contextlib
 import time
 
+import pytest
+
 from tests.http import Api
+
+
+@pytest.fixture
+def api(inproc_api: Api) -> Api:
+    """Nothing here is about the process: the app served in the test process will do."""
+    return inproc_api
 
 
 async def test_batch_enqueue_reports_created_and_existing(api: Api) -> None:
@@ -55,7 +63,8 @@ async def test_batch_lease_gives_each_job_its_own_token(api: Api) -> None:
     assert a.status == 200
     leases = a.body["leases"]
     assert [lease["job"]["payload"] for lease in leases] == [0, 1, 2]
-    assert all(lease["token"] == lease["job"]["lease_token"] == 1 for lease in leases)
+    assert all(lease["token"] == lease["job"]["lease_token"] for lease in leases)
+    assert [lease["token"] for lease in leases] == [1, 2, 3]  # coordinator-wide tokens
     rest = await api.post("/lease", {"worker_id": "w", "max_jobs": 10})
     assert len(rest.body["leases"]) == 2
     assert (await api.post("/lease", {"worker_id": "w", "max_jobs": 10})).status == 204

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.conftest import CoordinatorFactory
+from tests.conftest import CoordinatorFactory, InProcessFactory
 from tests.http import Answer, Api
 from tests.process import Coordinator
 
@@ -27,6 +27,14 @@ def capped(start_coordinator: CoordinatorFactory) -> Coordinator:
 async def http(capped: Coordinator) -> AsyncIterator[Api]:
     async with aiohttp.ClientSession() as session:
         yield Api(capped.url, session)
+
+
+@pytest.fixture
+async def served(start_inproc: InProcessFactory) -> AsyncIterator[Api]:
+    """The caps and bounds are the app's own: served in the test process."""
+    coordinator = await start_inproc(max_payload_bytes=PAYLOAD_CAP)
+    async with aiohttp.ClientSession() as session:
+        yield Api(coordinator.url, session)
 
 
 def refused(a: Answer, status: int) -> None:
@@ -78,23 +86,25 @@ async def test_a_secret_in_any_wrong_place_is_never_echoed_or_logged(
     assert '"route"' in capped.logs()  # the request log ran, and named routes, not paths
 
 
-async def test_payload_and_result_caps(http: Api) -> None:
+async def test_payload_and_result_caps(served: Api) -> None:
     """Measured as compact JSON: a payload of exactly the cap is taken, one byte more is
     413, and so is a result; a batch refuses the oversize item alone."""
     fits = "x" * (PAYLOAD_CAP - 2)  # the two quotes make it PAYLOAD_CAP bytes
-    job = await http.enqueue("k", payload=fits)
-    refused(await http.post("/jobs", {"kind": "k", "payload": fits + "x"}), 413)
-    too_big = await http.post(
+    job = await served.enqueue("k", payload=fits)
+    refused(await served.post("/jobs", {"kind": "k", "payload": fits + "x"}), 413)
+    too_big = await served.post(
         "/jobs/batch", {"jobs": [{"kind": "k"}, {"kind": "k", "payload": [fits]}]}
     )
     refused(too_big, 413)
-    lease = await http.lease("w")
+    lease = await served.lease("w")
     assert lease is not None and lease["job"]["id"] == job["id"]
-    refused(await http.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": fits + "x"}), 413)
-    other = await http.enqueue("k")
-    other_lease = await http.lease("w")
+    refused(
+        await served.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": fits + "x"}), 413
+    )
+    other = await served.enqueue("k")
+    other_lease = await served.lease("w")
     assert other_lease is not None
-    batch = await http.post(
+    batch = await served.post(
         "/batch/complete",
         {
             "items": [
@@ -106,8 +116,8 @@ async def test_payload_and_result_caps(http: Api) -> None:
     assert batch.status == 200, batch
     first, second = batch.body["results"]
     assert first["error"] == "payload_too_large" and second["outcome"] == "ok"
-    assert (await http.job(job["id"]))["status"] == "running"
-    done = await http.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": fits})
+    assert (await served.job(job["id"]))["status"] == "running"
+    done = await served.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": fits})
     assert done.status == 200, done
 
 
@@ -130,13 +140,13 @@ BOUNDS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-async def test_bounds_are_422(http: Api) -> None:
+async def test_bounds_are_422(served: Api) -> None:
     for path, body in BOUNDS:
-        refused(await http.post(path, body), 422)
+        refused(await served.post(path, body), 422)
     for params in ({"limit": "0"}, {"limit": "1001"}, {"limit": "1.5"}, {"stauts": "dead"}):
-        refused(await http.get("/jobs", params=params), 422)
-    assert (await http.get("/jobs", params={"limit": "1000"})).status == 200
-    accepted = await http.post("/jobs", {"kind": "k", "run_after": "9998-12-31T00:00:00+00:00"})
+        refused(await served.get("/jobs", params=params), 422)
+    assert (await served.get("/jobs", params={"limit": "1000"})).status == 200
+    accepted = await served.post("/jobs", {"kind": "k", "run_after": "9998-12-31T00:00:00+00:00"})
     assert accepted.status == 201, accepted
-    listed = await http.get("/jobs")  # and the far-future job reads back
+    listed = await served.get("/jobs")  # and the far-future job reads back
     assert listed.status == 200 and listed.body["jobs"][0]["run_after"].startswith("9998")

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import CoordinatorFactory
 from tests.http import Api, eventually
+from tests.inproc import InProcessCoordinator
 from tests.process import Coordinator
+
+
+@pytest.fixture
+def api(inproc_api: Api) -> Api:
+    """Nothing here is about the process: the app served in the test process will do."""
+    return inproc_api
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -23,8 +31,14 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return found
 
 
-async def scripted_scenario(api: Api) -> dict[str, Any]:
-    """a: 3 completed, 1 retried then pending, 1 dead; b: 1 expired-and-requeued, 1 queued."""
+async def scripted_scenario(
+    api: Api, advance: Callable[[float], Awaitable[None]] | None = None
+) -> dict[str, Any]:
+    """a: 3 completed, 1 retried then pending, 1 dead; b: 1 expired-and-requeued, 1 queued.
+
+    ``advance`` moves an in-process coordinator's time past the short lease (and sweeps);
+    without it, a coordinator process's own reaper is waited for.
+    """
     a_ids = [(await api.enqueue("a", payload={"secret": "hunter2"}))["id"] for _ in range(5)]
     b_ids = [(await api.enqueue("b", max_attempts=3))["id"] for _ in range(2)]
     tokens = {}
@@ -37,16 +51,20 @@ async def scripted_scenario(api: Api) -> dict[str, Any]:
         assert a.status == 200
     retry = await api.post(
         f"/jobs/{a_ids[3]}/fail",
-        {"token": 1, "error": "try later", "retry_after_seconds": 3600},
+        {"token": tokens[a_ids[3]], "error": "try later", "retry_after_seconds": 3600},
     )
     assert retry.body["status"] == "queued"
-    dead = await api.post(f"/jobs/{a_ids[4]}/fail", {"token": 1, "error": "no", "retryable": False})
+    dead = await api.post(
+        f"/jobs/{a_ids[4]}/fail", {"token": tokens[a_ids[4]], "error": "no", "retryable": False}
+    )
     assert dead.body["status"] == "dead"
     stale = await api.post(f"/jobs/{a_ids[0]}/complete", {"token": 7})
     assert stale.status == 409
     expiring = await api.lease("wb", kinds=["b"], lease_seconds=0.2)
     assert expiring is not None
     expired_id = expiring["job"]["id"]
+    if advance is not None:
+        await advance(0.2)
 
     async def reaped() -> bool:
         return (await api.job(expired_id))["status"] == "queued"
@@ -55,8 +73,8 @@ async def scripted_scenario(api: Api) -> dict[str, Any]:
     return {"a": a_ids, "b": b_ids, "expired": expired_id}
 
 
-async def test_stats_match_the_scenario(api: Api) -> None:
-    await scripted_scenario(api)
+async def test_stats_match_the_scenario(api: Api, inproc: InProcessCoordinator) -> None:
+    await scripted_scenario(api, inproc.advance)
     stats = (await api.get("/stats")).body
     counts = {"running": 0, "cancelled": 0}
     assert stats["by_status"] == {**counts, "queued": 3, "completed": 3, "dead": 1}
@@ -87,32 +105,39 @@ async def test_empty_stats_have_every_status_and_null_averages(api: Api) -> None
     assert stats["completed_last_minute"] == 0
 
 
-async def test_averages_match_measured_wait_and_run(api: Api) -> None:
+async def test_averages_match_measured_wait_and_run(api: Api, inproc: InProcessCoordinator) -> None:
     job = await api.enqueue("timed")
     enqueued_at = time.monotonic()
-    await asyncio.sleep(0.4)  # the wait being measured, not a synchronisation
+    await inproc.advance(0.4, sweep=False)  # the wait being measured
     lease = await api.lease("w")
     leased_at = time.monotonic()
     assert lease is not None
-    await asyncio.sleep(0.3)  # the run being measured
+    await inproc.advance(0.3, sweep=False)  # the run being measured
     await api.post(f"/jobs/{job['id']}/complete", {"token": lease["token"]})
     completed_at = time.monotonic()
     stats = (await api.get("/stats")).body
-    assert abs(stats["avg_wait_seconds"] - (leased_at - enqueued_at)) < 0.15
-    assert abs(stats["avg_run_seconds"] - (completed_at - leased_at)) < 0.15
+    if inproc.clock is not None:  # only the fake clock moved: the figures are exact
+        wait, run = 0.4, 0.3
+    else:  # the database's clock: what passed, as measured here
+        wait, run = leased_at - enqueued_at, completed_at - leased_at
+    assert abs(stats["avg_wait_seconds"] - wait) < (0.001 if inproc.clock else 0.15)
+    assert abs(stats["avg_run_seconds"] - run) < (0.001 if inproc.clock else 0.15)
 
 
-async def test_totals_survive_a_restart(api: Api, coordinator: Coordinator) -> None:
-    await scripted_scenario(api)
-    before = (await api.get("/stats")).body
-    coordinator.restart(kill=True)
-    after = (await api.get("/stats")).body
+async def test_totals_survive_a_restart(coordinator: Coordinator) -> None:
+    """A real process, killed: the totals are in the database, not in its memory."""
+    async with aiohttp.ClientSession() as session:
+        api = Api(coordinator.url, session)
+        await scripted_scenario(api)
+        before = (await api.get("/stats")).body
+        coordinator.restart(kill=True)
+        after = (await api.get("/stats")).body
     for field in ("by_status", "totals", "lease_expirations", "stale_token_rejections"):
         assert after[field] == before[field], field
 
 
-async def test_metrics_in_prometheus_format(api: Api) -> None:
-    await scripted_scenario(api)
+async def test_metrics_in_prometheus_format(api: Api, inproc: InProcessCoordinator) -> None:
+    await scripted_scenario(api, inproc.advance)
     answer = await api.get("/metrics")
     assert answer.status == 200
     found = samples(answer.body.decode())
@@ -128,8 +153,8 @@ async def test_metrics_in_prometheus_format(api: Api) -> None:
     assert found["leasehold_job_run_seconds_count", (("kind", "a"),)] == 3
 
 
-async def test_attempt_history_shows_the_takeover(api: Api) -> None:
-    ids = await scripted_scenario(api)
+async def test_attempt_history_shows_the_takeover(api: Api, inproc: InProcessCoordinator) -> None:
+    ids = await scripted_scenario(api, inproc.advance)
     # The other b job has waited longer, so it comes first.
     leased = [await api.lease("rescuer", kinds=["b"]) for _ in range(2)]
     assert ids["expired"] in {lease["job"]["id"] for lease in leased if lease}

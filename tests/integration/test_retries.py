@@ -5,19 +5,34 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from tests.http import Api, eventually
+import pytest
+
+from tests.http import Api
+from tests.inproc import InProcessCoordinator
 
 
-async def lease_when_due(api: Api, worker: str = "w", **kw: Any) -> dict[str, Any]:
-    """Lease the next job, waiting for its backoff to pass."""
-    lease: dict[str, Any] = await eventually(lambda: api.lease(worker, **kw), within=20)
+@pytest.fixture
+def api(inproc_api: Api) -> Api:
+    """Nothing here is about the process: the app served in the test process will do."""
+    return inproc_api
+
+
+async def lease_when_due(
+    api: Api, inproc: InProcessCoordinator, worker: str = "w", **kw: Any
+) -> dict[str, Any]:
+    """Lease the next job, moving time past its backoff if it is not due yet."""
+    lease = await api.lease(worker, **kw)
+    if lease is None:
+        await inproc.advance(inproc.settings.retry_max_seconds)  # the longest backoff
+        lease = await api.lease(worker, **kw)
+    assert lease is not None
     return lease
 
 
-async def test_fails_twice_then_succeeds(api: Api) -> None:
+async def test_fails_twice_then_succeeds(api: Api, inproc: InProcessCoordinator) -> None:
     job = await api.enqueue("flaky", max_attempts=5)
     for n in (1, 2):
-        lease = await lease_when_due(api)
+        lease = await lease_when_due(api, inproc)
         assert lease["token"] == n
         failed = await api.post(
             f"/jobs/{job['id']}/fail", {"token": lease["token"], "error": f"try {n}"}
@@ -28,7 +43,7 @@ async def test_fails_twice_then_succeeds(api: Api) -> None:
         assert datetime.fromisoformat(failed.body["run_after"]) >= datetime.fromisoformat(
             failed.body["leased_at"]
         )
-    lease = await lease_when_due(api)
+    lease = await lease_when_due(api, inproc)
     done = await api.post(f"/jobs/{job['id']}/complete", {"token": lease["token"], "result": 1})
     assert (done.body["status"], done.body["attempts"]) == ("completed", 3)
     attempts = (await api.get(f"/jobs/{job['id']}/attempts")).body["attempts"]
@@ -36,10 +51,12 @@ async def test_fails_twice_then_succeeds(api: Api) -> None:
     assert [a["token"] for a in attempts] == [1, 2, 3]
 
 
-async def test_always_failing_job_ends_dead_with_its_last_error(api: Api) -> None:
+async def test_always_failing_job_ends_dead_with_its_last_error(
+    api: Api, inproc: InProcessCoordinator
+) -> None:
     job = await api.enqueue("doomed", max_attempts=3)
     for n in range(1, 4):
-        lease = await lease_when_due(api)
+        lease = await lease_when_due(api, inproc)
         a = await api.post(f"/jobs/{job['id']}/fail", {"token": lease["token"], "error": f"e{n}"})
         assert a.status == 200
     final = await api.job(job["id"])
@@ -51,18 +68,20 @@ async def test_always_failing_job_ends_dead_with_its_last_error(api: Api) -> Non
     assert await api.job(job["id"]) == final
 
 
-async def test_not_retryable_goes_dead_at_once(api: Api) -> None:
+async def test_not_retryable_goes_dead_at_once(api: Api, inproc: InProcessCoordinator) -> None:
     job = await api.enqueue("bad-input", max_attempts=5)
-    lease = await lease_when_due(api)
+    lease = await lease_when_due(api, inproc)
     a = await api.post(
         f"/jobs/{job['id']}/fail", {"token": lease["token"], "error": "no", "retryable": False}
     )
     assert (a.body["status"], a.body["attempts"]) == ("dead", 1)
 
 
-async def test_retry_after_seconds_overrides_backoff_up_to_the_cap(api: Api) -> None:
+async def test_retry_after_seconds_overrides_backoff_up_to_the_cap(
+    api: Api, inproc: InProcessCoordinator
+) -> None:
     job = await api.enqueue("later")
-    lease = await lease_when_due(api)
+    lease = await lease_when_due(api, inproc)
     a = await api.post(
         f"/jobs/{job['id']}/fail",
         {"token": lease["token"], "error": "429", "retry_after_seconds": 500},
@@ -73,14 +92,13 @@ async def test_retry_after_seconds_overrides_backoff_up_to_the_cap(api: Api) -> 
     assert timedelta(0) <= run_after - failed_at <= timedelta(seconds=2)
 
 
-async def test_vanished_worker_is_taken_over_and_its_late_reports_refused(api: Api) -> None:
+async def test_vanished_worker_is_taken_over_and_its_late_reports_refused(
+    api: Api, inproc: InProcessCoordinator
+) -> None:
     job = await api.enqueue("slow", max_attempts=3)
-    first = await lease_when_due(api, "vanishing", lease_seconds=0.3)
-
-    async def taken_over() -> dict[str, Any] | None:
-        return await api.lease("rescuer", lease_seconds=30)
-
-    second = await eventually(taken_over, within=20)
+    first = await lease_when_due(api, inproc, "vanishing", lease_seconds=0.3)
+    await inproc.advance(0.3)  # the lease runs out and the reaper takes the job back
+    second = await lease_when_due(api, inproc, "rescuer", lease_seconds=30)
     assert second["job"]["id"] == job["id"]
     assert second["token"] > first["token"]
     assert "lease expired" in second["job"]["last_error"]
@@ -100,22 +118,21 @@ async def test_vanished_worker_is_taken_over_and_its_late_reports_refused(api: A
     ]
 
 
-async def test_expiry_on_the_last_attempt_ends_dead(api: Api) -> None:
+async def test_expiry_on_the_last_attempt_ends_dead(api: Api, inproc: InProcessCoordinator) -> None:
     job = await api.enqueue("slow", max_attempts=1)
-    await lease_when_due(api, lease_seconds=0.2)
-
-    async def dead() -> bool:
-        return (await api.job(job["id"]))["status"] == "dead"
-
-    await eventually(dead, within=20)
+    await lease_when_due(api, inproc, lease_seconds=0.2)
+    await inproc.advance(0.2)  # the lease runs out and the reaper ends the job
     final = await api.job(job["id"])
+    assert final["status"] == "dead"
     assert "lease expired" in final["last_error"]
     assert final["attempts"] == 1
 
 
-async def test_requeue_one_dead_job_keeps_its_token_counter(api: Api) -> None:
+async def test_requeue_one_dead_job_keeps_its_token_counter(
+    api: Api, inproc: InProcessCoordinator
+) -> None:
     job = await api.enqueue("doomed", max_attempts=1)
-    lease = await lease_when_due(api)
+    lease = await lease_when_due(api, inproc)
     await api.post(f"/jobs/{job['id']}/fail", {"token": lease["token"], "error": "x"})
     revived = await api.post(f"/jobs/{job['id']}/requeue")
     assert revived.status == 200
@@ -124,17 +141,19 @@ async def test_requeue_one_dead_job_keeps_its_token_counter(api: Api) -> None:
     # The old holder cannot speak for the revived job.
     late = await api.post(f"/jobs/{job['id']}/complete", {"token": lease["token"]})
     assert late.status == 409
-    again = await lease_when_due(api)
+    again = await lease_when_due(api, inproc)
     assert again["token"] == lease["token"] + 1
     # Only dead jobs can be requeued.
     assert (await api.post(f"/jobs/{job['id']}/requeue")).status == 409
 
 
-async def test_dead_list_and_bulk_requeue_by_kind_and_error(api: Api) -> None:
+async def test_dead_list_and_bulk_requeue_by_kind_and_error(
+    api: Api, inproc: InProcessCoordinator
+) -> None:
     ids: dict[str, list[int]] = {"mail": [], "report": []}
     for kind, error in (("mail", "smtp down"), ("mail", "bad address"), ("report", "smtp down")):
         job = await api.enqueue(kind, max_attempts=1)
-        lease = await lease_when_due(api, kinds=[kind])
+        lease = await lease_when_due(api, inproc, kinds=[kind])
         await api.post(f"/jobs/{job['id']}/fail", {"token": lease["token"], "error": error})
         ids[kind].append(job["id"])
     await api.enqueue("mail")  # a live job that no requeue may touch

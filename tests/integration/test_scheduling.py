@@ -1,9 +1,10 @@
-"""Priorities, queues, cancellation and limits over HTTP, against a real coordinator on
-each backend."""
+"""Priorities, queues, cancellation and limits over HTTP, against the app served in the test
+process on each backend (and two coordinator processes on one PostgreSQL for a limit)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.http import Api, eventually
+from tests.http import Api
+from tests.inproc import InProcessCoordinator
 from tests.process import Coordinator
+
+
+@pytest.fixture
+def api(inproc_api: Api) -> Api:
+    """Nothing here is about the process: the app served in the test process will do."""
+    return inproc_api
 
 
 async def test_priority_decides_the_order_of_leases(api: Api) -> None:
@@ -99,15 +107,15 @@ async def test_a_release_from_the_holder_ends_the_cancellation(api: Api) -> None
     assert (release.status, release.body["status"]) == (200, "cancelled")
 
 
-async def test_the_reaper_ends_an_abandoned_cancellation(api: Api) -> None:
+async def test_the_reaper_ends_an_abandoned_cancellation(
+    api: Api, inproc: InProcessCoordinator
+) -> None:
     job = await api.enqueue("k", max_attempts=5)
     assert await api.lease(lease_seconds=1.0) is not None  # cancelled before it runs out
     await api.post(f"/jobs/{job['id']}/cancel")
-
-    async def cancelled() -> bool:
-        return (await api.job(job["id"]))["status"] == "cancelled"
-
-    await eventually(cancelled, within=20)
+    assert (await api.job(job["id"]))["status"] == "running"
+    await inproc.advance(1.0)  # the lease runs out; the reaper's pass ends the job
+    assert (await api.job(job["id"]))["status"] == "cancelled"
     assert await api.lease() is None  # not retried
 
 
@@ -188,11 +196,12 @@ N_LESSEES = 64
 
 
 async def test_a_limit_is_never_exceeded_by_64_concurrent_lessees(
-    api: Api, coordinator: Coordinator
+    api: Api, inproc: InProcessCoordinator
 ) -> None:
     """Lessees take any kind; the limited kind never runs more than LIMIT jobs at once,
     as seen by polling the API during the run and from the attempt history after it."""
-    await limited_run(api, [coordinator.url])
+    # The work moves the fake clock, so that the attempt history's times overlap as the runs did.
+    await limited_run(api, [inproc.url], work=lambda: inproc.advance(0.02, sweep=False))
 
 
 @pytest.mark.postgres
@@ -209,7 +218,9 @@ async def test_a_limit_holds_across_two_coordinators(postgres_url: str, tmp_path
         two.kill()
 
 
-async def limited_run(api: Api, urls: list[str]) -> None:
+async def limited_run(
+    api: Api, urls: list[str], work: Callable[[], Awaitable[None]] = lambda: asyncio.sleep(0.02)
+) -> None:
     assert (await api.request("PUT", "/limits/fragile", json={"max_running": LIMIT})).status == 200
     for kind in ("fragile", "sturdy"):
         jobs = [{"kind": kind, "payload": i} for i in range(48)]
@@ -233,7 +244,7 @@ async def limited_run(api: Api, urls: list[str]) -> None:
                 if stats["queued"] == 0:
                     return
                 continue
-            await asyncio.sleep(0.02)  # the work
+            await work()
             path = f"/jobs/{lease['job']['id']}/complete"
             assert (await mine.post(path, {"token": lease["token"]})).status == 200
 

@@ -9,6 +9,7 @@ import pytest
 
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.transitions import (
+    FREE_RELEASES,
     Outcome,
     decide_complete,
     decide_expire,
@@ -199,6 +200,19 @@ class TestReleaseAndRequeue:
         assert outcome.job.status is JobStatus.QUEUED
         assert outcome.job.attempts == 2
         assert isinstance(decide_complete(outcome.job, 1, None, T0).error, ReportConflict)
+
+    def test_only_the_first_releases_give_the_attempt_back(self) -> None:
+        """After FREE_RELEASES, a release keeps its attempt; on the last one the job dies."""
+        kept = decide_release(running(attempts=1, releases=FREE_RELEASES - 1), 1, T0).job
+        assert (kept.status, kept.attempts, kept.releases) == (JobStatus.QUEUED, 0, 3)
+        counted = decide_release(running(attempts=1, releases=FREE_RELEASES), 1, T0).job
+        assert (counted.status, counted.attempts, counted.releases) == (JobStatus.QUEUED, 1, 4)
+        last = decide_release(running(attempts=3, max_attempts=3, releases=FREE_RELEASES), 1, T0)
+        assert (last.job.status, last.events) == (JobStatus.DEAD, ("released", "dead"))
+        assert last.job.last_error and "released 4 times" in last.job.last_error
+        assert not decide_release(last.job, 1, T0).changed  # a retried release: as before
+        revived = decide_requeue(last.job, T0).job
+        assert (revived.attempts, revived.releases) == (0, 0)
 
     def test_requeue_only_dead(self) -> None:
         assert isinstance(decide_requeue(running(), T0).error, InvalidTransition)

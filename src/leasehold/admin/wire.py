@@ -12,7 +12,7 @@ from typing import Any
 from leasehold.model import Attempt, Job
 
 # Kept by the coordinator to itself; the client leaves them None.
-_INTERNAL_JOB_FIELDS = frozenset({"lease_seconds", "request_hash", "report"})
+_INTERNAL_JOB_FIELDS = frozenset({"lease_seconds", "request_hash", "report", "releases"})
 
 
 def job_json(job: Job) -> dict[str, Any]:

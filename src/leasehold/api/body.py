@@ -1,6 +1,7 @@
 """The route class of every leasehold route: guarded first, then strict JSON bodies.
 
-Bodies are declared as JSON (or undeclared), and NaN and Infinity are refused.
+Bodies are declared as JSON (or undeclared), and NaN, Infinity and integers beyond 64 bits
+are refused.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fastapi.routing import APIRoute
 
 from leasehold.api.auth import ADMIN, Allow, Guard, Public
 from leasehold.api.schemas import ErrorOut
+from leasehold.core.userjson import INT_MESSAGE, has_long_integer
 from leasehold.errors import UnsupportedMediaType
 
 _JSON = (b"content-type", b"application/json")
@@ -114,7 +116,13 @@ class StrictJSONRoute(APIRoute):
                     scope = {**scope, "headers": [*scope["headers"], _JSON]}
                 elif not _is_json(content_type):
                     raise UnsupportedMediaType()
-            return await handler(StrictJSONRequest(scope, request.receive))
+            strict = StrictJSONRequest(scope, request.receive)
+            if self.body_field is not None and has_long_integer(await strict.body()):
+                # Here, because the parser would round it to a float without a word.
+                raise RequestValidationError(
+                    [{"type": "int_out_of_range", "loc": ("body",), "msg": INT_MESSAGE}]
+                )
+            return await handler(strict)
 
         return strict_handler
 

@@ -17,6 +17,7 @@ from leasehold.errors import (
     LeaseholdError,
     NotFound,
     PayloadTooLarge,
+    Unanswerable,
     Unauthorized,
     Unavailable,
     UnsupportedMediaType,
@@ -33,6 +34,7 @@ STATUS_CODES: dict[type[LeaseholdError], int] = {
     Unavailable: 503,
     Unauthorized: 401,
     Forbidden: 403,
+    Unanswerable: 500,  # a bug, or data stored before the input checks: rolled back
 }
 # Headers an error's answer must carry (RFC 6750: a 401 names the scheme it wants).
 HEADERS: dict[type[LeaseholdError], dict[str, str]] = {

@@ -20,6 +20,8 @@ from leasehold.api.ops_schemas import (
 )
 from leasehold.api.routes import parse_job_id, reply, service_of
 from leasehold.api.schemas import ErrorOut, JobOut
+from leasehold.api.wire import reply_json
+from leasehold.core.answer import job_json
 from leasehold.core.operations import BulkDelete, Operations, WorkerView
 from leasehold.errors import InvalidRequest
 from leasehold.store.ops import WorkerBeat
@@ -78,7 +80,7 @@ async def delete_jobs(body: BulkDeleteRequest, request: Request) -> Response:
 )
 async def run_now(job_id: str, request: Request) -> Response:
     """A queued job waiting for its run_after becomes due at once (repeats are safe)."""
-    return reply(JobOut.of(await service_of(request).run_now(parse_job_id(job_id))))
+    return reply_json(job_json(await service_of(request).run_now(parse_job_id(job_id))))
 
 
 @router.get("/queues", response_model=QueueList, responses=errors(), dependencies=_READERS)

@@ -45,7 +45,7 @@ from leasehold.api.schemas import (
     RequeueCount,
     StatsOut,
 )
-from leasehold.api.wire import item_result_wire, job_wire, lease_wire, reply_json
+from leasehold.api.wire import item_result_wire, job_json, lease_wire, reply_json
 from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
 from leasehold.errors import (
     IdempotencyConflict,
@@ -55,7 +55,7 @@ from leasehold.errors import (
 )
 from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import Job, JobStatus
-from leasehold.store.base import DeadFilter, JobFilter
+from leasehold.store.base import AttemptPage, DeadFilter, JobFilter
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -160,7 +160,7 @@ async def enqueue(
             body.timeout_seconds,
         )
     )
-    return reply_json(job_wire(inserted.job), 201 if inserted.created else 200)
+    return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
 
 
 @router.post(
@@ -186,7 +186,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
             for j in body.jobs
         ]
     )
-    return reply_json({"jobs": [{"job": job_wire(i.job), "created": i.created} for i in inserted]})
+    return reply_json({"jobs": [{"job": job_json(i.job), "created": i.created} for i in inserted]})
 
 
 @router.post(
@@ -245,6 +245,14 @@ async def fail_batch(body: BatchFailRequest, request: Request) -> Response:
     return _batch_results([i.id for i in body.items], answers)
 
 
+def _cursor(cursor: str | None) -> int | None:
+    if cursor is None:
+        return None
+    if not _ID.fullmatch(cursor):
+        raise InvalidRequest("cursor is not one this server issued")
+    return int(cursor)
+
+
 @router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=_READERS)
 async def list_jobs(
     request: Request,
@@ -258,13 +266,15 @@ async def list_jobs(
     order: Annotated[Literal["asc", "desc"], Query(description="by id: oldest first")] = "asc",
 ) -> Response:
     """Jobs by id (``order=desc``: newest first), filtered; ``next_cursor`` pages on."""
-    after = None
-    if cursor is not None:
-        if not _ID.fullmatch(cursor):
-            raise InvalidRequest("cursor is not one this server issued")
-        after = int(cursor)
     query = JobFilter(
-        status, kind, after, limit, queue, error_contains, idempotency_key, order == "desc"
+        status,
+        kind,
+        _cursor(cursor),
+        limit,
+        queue,
+        error_contains,
+        idempotency_key,
+        order == "desc",
     )
     jobs = await service_of(request).list_jobs(query)
     next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
@@ -292,10 +302,21 @@ async def get_job(job_id: str, request: Request) -> Response:
     responses=errors(404),
     dependencies=_HISTORY_READERS,
 )
-async def job_attempts(job_id: str, request: Request) -> Response:
+async def job_attempts(
+    job_id: str,
+    request: Request,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response:
+    """The job's lease history, oldest first, a page at a time."""
     jid = parse_job_id(job_id)
-    attempts = await service_of(request).attempts(jid)
-    return reply(AttemptList(job_id=jid, attempts=[AttemptOut.of(a) for a in attempts]))
+    attempts = await service_of(request).attempts(jid, AttemptPage(_cursor(cursor), limit))
+    next_cursor = str(attempts[-1].token) if len(attempts) == limit else None
+    return reply(
+        AttemptList(
+            job_id=jid, attempts=[AttemptOut.of(a) for a in attempts], next_cursor=next_cursor
+        )
+    )
 
 
 @router.post(
@@ -303,7 +324,7 @@ async def job_attempts(job_id: str, request: Request) -> Response:
 )
 async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
     job = await service_of(request).renew(parse_job_id(job_id), body.token, body.lease_seconds)
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -314,7 +335,7 @@ async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
 )
 async def complete(job_id: str, body: CompleteRequest, request: Request) -> Response:
     job = await service_of(request).complete(parse_job_id(job_id), body.token, body.result)
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -328,7 +349,7 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
         retryable=body.retryable,
         retry_after_seconds=body.retry_after_seconds,
     )
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -339,7 +360,7 @@ async def fail(job_id: str, body: FailRequest, request: Request) -> Response:
 )
 async def release(job_id: str, body: ReleaseRequest, request: Request) -> Response:
     job = await service_of(request).release(parse_job_id(job_id), body.token)
-    return reply_json(job_wire(job))
+    return reply_json(job_json(job))
 
 
 @router.post(
@@ -351,7 +372,7 @@ async def release(job_id: str, body: ReleaseRequest, request: Request) -> Respon
 async def cancel(job_id: str, request: Request) -> Response:
     """Queued and dead jobs are cancelled at once; a running job is marked, and ends
     cancelled at its holder's next report (its renewals answer 409 job_cancelled)."""
-    return reply(JobOut.of(await service_of(request).cancel(parse_job_id(job_id))))
+    return reply_json(job_json(await service_of(request).cancel(parse_job_id(job_id))))
 
 
 @router.post(
@@ -361,4 +382,4 @@ async def cancel(job_id: str, request: Request) -> Response:
     dependencies=_ADMIN,
 )
 async def requeue(job_id: str, request: Request) -> Response:
-    return reply(JobOut.of(await service_of(request).requeue(parse_job_id(job_id))))
+    return reply_json(job_json(await service_of(request).requeue(parse_job_id(job_id))))

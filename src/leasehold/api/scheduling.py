@@ -21,6 +21,7 @@ from leasehold.api.schemas import (
     ScheduleRequest,
 )
 from leasehold.core.scheduler import Scheduler
+from leasehold.core.userjson import has_invisible
 from leasehold.errors import InvalidRequest
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -52,7 +53,7 @@ def scheduler_of(request: Request) -> Scheduler:
 
 
 def _kind(raw: str) -> str:
-    if not raw.strip() or len(raw) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in raw):
+    if not raw.strip() or len(raw) > 200 or has_invisible(raw):
         raise InvalidRequest("kind must be 1-200 printable characters")
     return raw
 

@@ -21,8 +21,9 @@ from pydantic import (
     StrictInt,
 )
 
-from leasehold.core.schedule import CatchUp, Schedule, ScheduleSpec
+from leasehold.core.schedule import RESERVED_KEY_PREFIX, CatchUp, Schedule, ScheduleSpec
 from leasehold.core.transitions import summary_line
+from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.store.base import KindLimit
@@ -51,20 +52,22 @@ def _printable(value: str) -> str:
     return value
 
 
-def _no_nul_json(value: JsonValue) -> JsonValue:
-    # PostgreSQL's text and jsonb cannot hold NUL; refusing it everywhere keeps the backends
-    # answering alike.
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                raise ValueError("must not contain the NUL character (\\u0000)")
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
+def _visible(value: str) -> str:
+    if has_invisible(value):
+        raise ValueError(INVISIBLE_MESSAGE)
+    return value
+
+
+def _not_reserved(value: str) -> str:
+    if value.startswith(RESERVED_KEY_PREFIX):
+        raise ValueError(f"keys starting with {RESERVED_KEY_PREFIX!r} are the scheduler's")
+    return value
+
+
+def _user_json(value: object) -> object:
+    # Before Pydantic's own walk, which fails on deep values with a message of its own.
+    if problem := json_problem(value):
+        raise ValueError(problem)
     return value
 
 
@@ -74,16 +77,31 @@ def _no_nul(value: str) -> str:
     return value
 
 
-UserJSON = Annotated[JsonValue, AfterValidator(_no_nul_json)]
-Kind = Annotated[str, Field(min_length=1, max_length=MAX_KIND_LENGTH), AfterValidator(_printable)]
+UserJSON = Annotated[JsonValue, BeforeValidator(_user_json)]
+"""A payload or result: JSON within ``core.userjson``'s limits (depth, NUL, 64 bits)."""
+Kind = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_KIND_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
+]
 IdempotencyKey = Annotated[
-    str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_KEY_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_not_reserved),
 ]
 WorkerId = Annotated[
-    str, Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
 ]
 QueueName = Annotated[
-    str, Field(min_length=1, max_length=MAX_QUEUE_LENGTH), AfterValidator(_printable)
+    str,
+    Field(min_length=1, max_length=MAX_QUEUE_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
 ]
 Priority = Annotated[
     StrictInt,
@@ -351,6 +369,9 @@ class AttemptOut(BaseModel):
 class AttemptList(BaseModel):
     job_id: int
     attempts: list[AttemptOut]
+    next_cursor: str | None = Field(
+        default=None, description="pass as `cursor` for the next page (null: no more)"
+    )
 
 
 class RequeueCount(BaseModel):
@@ -412,7 +433,7 @@ class ScheduleRequest(Strict):
         default="UTC", description="IANA time zone the cron expression is read in"
     )
     kind: Kind
-    payload: JsonValue = None
+    payload: UserJSON = None
     queue: QueueName = DEFAULT_QUEUE
     priority: Priority = 0
     max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = 5

@@ -272,8 +272,15 @@ class Client:
 
     async def attempts(self, job_id: int) -> list[Attempt]:
         """The history of the job's leases, oldest first."""
-        data = await self._call("GET", f"/jobs/{job_id}/attempts")
-        return [parse_attempt(job_id, a) for a in data["attempts"]]
+        attempts: list[Attempt] = []
+        params = {"limit": "1000"}
+        while True:
+            data = await self._call("GET", f"/jobs/{job_id}/attempts", params=params)
+            attempts += [parse_attempt(job_id, a) for a in data["attempts"]]
+            cursor = data.get("next_cursor")  # absent from coordinators before pages
+            if not cursor:
+                return attempts
+            params = {"limit": "1000", "cursor": str(cursor)}
 
     async def cancel(self, job_id: int) -> Job:
         """Cancel a job: queued and dead jobs at once; a running one is marked, its worker

@@ -144,6 +144,10 @@ def plan_fires(schedule: Schedule, now: datetime, grace: timedelta) -> Firing:
     return Firing(tuple(on_time), following, missed=True)
 
 
+RESERVED_KEY_PREFIX = "schedule:"
+"""Idempotency keys the scheduler uses; producers may not (they could claim a run first)."""
+
+
 def idempotency_key(name: str, fire_time: datetime) -> str:
     """One job per schedule and fire time, however many coordinators try."""
-    return f"schedule:{name}:{fire_time.astimezone(UTC).isoformat()}"
+    return f"{RESERVED_KEY_PREFIX}{name}:{fire_time.astimezone(UTC).isoformat()}"

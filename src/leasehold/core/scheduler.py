@@ -99,6 +99,11 @@ def _iso(t: datetime) -> str:
 
 def _log_fired(fired: Fired) -> None:
     for inserted in fired.jobs:
+        job = inserted.job
+        if not inserted.created and job.request_hash != job.idempotency_key:
+            # The scheduler's own jobs carry their key as request hash: this one is not its
+            # own (a producer's, enqueued before the prefix was reserved), so no run was made.
+            log.warning("schedule.key_conflict", name=fired.name, job_id=job.id, kind=job.kind)
         if inserted.created:
             log.info(
                 "schedule.fired",

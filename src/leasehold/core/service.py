@@ -14,6 +14,7 @@ from functools import partial
 import orjson
 import structlog
 
+from leasehold.core import answer
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
@@ -33,6 +34,7 @@ from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, Payload
 from leasehold.metrics import Metrics
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
+    AttemptPage,
     DeadFilter,
     Decide,
     Inserted,
@@ -259,6 +261,9 @@ class JobService:
         for r in requests:
             if too_large := self.oversize("payload", r.payload):
                 raise too_large
+        # Each job's answer is built once before the insert (its other fields are numbers
+        # and checked strings): an enqueue cannot fail after its commit.
+        answer.seal(answer.provisional(r.kind, r.payload) for r in requests)
         new_jobs = [r.new_job() for r in requests]
         due = [j for j in new_jobs if j.run_after is None and j.queue not in self.paused]
         claimed = await self._claim_waiters(due)
@@ -317,6 +322,7 @@ class JobService:
             tuple(kinds) if kinds is not None else None,
             max_jobs,
             tuple(queues) if queues is not None else None,
+            seal=answer.seal,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
@@ -421,9 +427,9 @@ class JobService:
         snapshot = await self.store.stats(WINDOWS)
         return summarize(snapshot, await self.store.workers_list(LIVE_SECONDS))
 
-    async def attempts(self, job_id: int) -> list[Attempt]:
+    async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         await self.get(job_id)
-        return await self.store.attempts_list(job_id)
+        return await self.store.attempts_list(job_id, page)
 
     # -- operators ----------------------------------------------------------------------
 
@@ -486,7 +492,10 @@ class JobService:
     async def _decide_many(
         self, items: Sequence[tuple[int, int | None, Decide]]
     ) -> list[Job | LeaseholdError]:
-        outcomes = await self.store.jobs_decide([(job_id, decide) for job_id, _, decide in items])
+        # Every caller answers with the jobs: their answers are built inside the transaction.
+        outcomes = await self.store.jobs_decide(
+            [(job_id, partial(_sealed, decide)) for job_id, _, decide in items]
+        )
         answers: list[Job | LeaseholdError] = []
         available = 0
         for (job_id, token, _), outcome in zip(items, outcomes, strict=True):
@@ -507,6 +516,10 @@ def _raise_or_job(answers: list[Job | LeaseholdError]) -> Job:
     if isinstance(answer, LeaseholdError):
         raise answer
     return answer
+
+
+def _sealed(decide: Decide, job: Job, now: datetime) -> Outcome:
+    return answer.sealed(decide(job, now))
 
 
 # The store calls decide(job, now); these put the request's arguments in front.

@@ -52,8 +52,10 @@ def _rejected(job: Job, error: LeaseholdError, *events: str) -> Outcome:
 def fence(job: Job, token: int) -> StaleToken | None:
     """The fencing check: only the job's newest lease token may speak for it.
 
-    A token of 0 was never issued (the first lease gets 1), nor was any token above the
-    current one; an older token has been superseded by a newer lease.
+    Tokens come from one coordinator-wide sequence: each lease's is above every token
+    issued before it, so a job's tokens increase and no two jobs' tokens are equal. A token
+    of 0 was never issued, nor was any token above the current one; an older token has
+    been superseded by a newer lease; and another job's token is simply not this job's.
     """
     if job.lease_token == 0 or token != job.lease_token:
         return StaleToken(
@@ -189,23 +191,45 @@ def decide_fail(
     return Outcome(retry, changed=True, attempt=AttemptOutcome.FAILED, events=("failed",))
 
 
+FREE_RELEASES = 3
+"""Releases of one job that give their attempt back; later ones count as attempts."""
+
+
 def decide_release(job: Job, token: int, now: datetime) -> Outcome:
     """Hand a leased job back unfinished (a worker shutting down): queued again at once.
 
-    A release gives back the attempt its lease counted, so a job handed back on its last
-    attempt is not lost to the dead list.
+    The job's first ``FREE_RELEASES`` releases give back the attempt their lease counted,
+    so a job handed back on its last attempt is not lost to the dead list. Later ones keep
+    it: a job that is leased and released forever (a worker that cannot run it) then ends
+    dead like one that fails, after its attempts run out.
     """
     verdict = _check_report(job, token, Report.RELEASED, now)
     if verdict:
         return verdict
     if job.status is not JobStatus.RUNNING:
         return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+    releases = job.releases + 1
+    free = releases <= FREE_RELEASES
+    if not free and job.attempts >= job.max_attempts:
+        error = f"released {releases} times; the releases after {FREE_RELEASES} used its attempts"
+        dead = job.replace(
+            status=JobStatus.DEAD,
+            last_error=error,
+            report=Report.RELEASED,
+            finished_at=now,
+            lease_expires_at=None,
+            releases=releases,
+        )
+        return Outcome(
+            dead, changed=True, attempt=AttemptOutcome.RELEASED, events=("released", "dead")
+        )
     back = job.replace(
         status=JobStatus.QUEUED,
         run_after=now,
-        attempts=max(job.attempts - 1, 0),
+        attempts=max(job.attempts - 1, 0) if free else job.attempts,
         report=Report.RELEASED,
         lease_expires_at=None,
+        releases=releases,
     )
     return Outcome(back, changed=True, attempt=AttemptOutcome.RELEASED, events=("released",))
 
@@ -247,7 +271,8 @@ def decide_expire(job: Job, token: int, now: datetime) -> Outcome:
 
 
 def decide_requeue(job: Job, now: datetime) -> Outcome:
-    """An operator brings a dead or cancelled job back: queued at once, attempts reset.
+    """An operator brings a dead or cancelled job back: queued at once, attempts (and
+    releases) reset.
 
     The lease token is kept (the next lease gets the next one) and revoked, so a late
     report from the last holder cannot finish the revived job.
@@ -268,6 +293,7 @@ def decide_requeue(job: Job, now: datetime) -> Outcome:
         lease_expires_at=None,
         finished_at=None,
         cancel_requested=False,
+        releases=0,
     )
     return Outcome(revived, changed=True, events=("requeued",))
 

@@ -61,6 +61,9 @@ class LeaseRequest:
     kinds: tuple[str, ...] | None  # None: any kind
     max_jobs: int = 1
     queues: tuple[str, ...] | None = None  # None: any queue
+    # Called with the leased jobs before the lease commits; if it raises, the lease is
+    # rolled back and the error raised: no job is leased that its answer cannot carry.
+    seal: Callable[[Sequence[Job]], None] | None = field(default=None, compare=False)
 
 
 def lease_order(job: Job) -> tuple[int, datetime, int]:
@@ -78,6 +81,12 @@ class JobFilter:
     error_contains: str | None = None  # a substring of last_error
     idempotency_key: str | None = None
     descending: bool = False  # newest first
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptPage:
+    after_token: int | None = None  # cursor: attempts with a larger token
+    limit: int = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +196,9 @@ class Store(Protocol):
         """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
         run_after, then lowest id; never more running jobs of a kind than its limit.
 
-        Each leased job gets lease_token + 1, attempts + 1, status running, the lease's
-        owner and expiry, and a new attempt record; all in one statement per job set.
+        Each leased job gets a new lease token (``next_lease_token``), attempts + 1,
+        status running, the lease's owner and expiry, and a new attempt record; all in one
+        statement per job set. ``request.seal`` is called before the commit.
         """
         ...
 
@@ -212,8 +222,9 @@ class Store(Protocol):
         """Ids of dead jobs matching the filter, ordered by id."""
         ...
 
-    async def attempts_list(self, job_id: int) -> list[Attempt]:
-        """The job's lease history, oldest first."""
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        """The job's lease history, oldest first (tokens increase); one page of it, after
+        the page's cursor, when ``page`` is given."""
         ...
 
     async def counts_by_status(self) -> dict[JobStatus, int]:

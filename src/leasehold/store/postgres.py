@@ -32,6 +32,7 @@ from leasehold.store import postgres_ops as ops
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched
 from leasehold.store.base import (
+    AttemptPage,
     DeadFilter,
     Decide,
     Expired,
@@ -118,7 +119,7 @@ _WRITE: Final = (
     "WITH written AS ("
     " UPDATE jobs SET status = $4, attempts = $5, run_after = $6, lease_owner = $7,"
     " lease_expires_at = $8, lease_seconds = $9, finished_at = $10, result = $11,"
-    " last_error = $12, report = $13, cancel_requested = $19"
+    " last_error = $12, report = $13, cancel_requested = $19, releases = $20"
     " WHERE $14 AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
     "), closed AS ("
     " UPDATE attempts SET outcome = $15, finished_at = $16, error = $17"
@@ -154,6 +155,7 @@ def _job(row: asyncpg.Record) -> Job:
         priority=row["priority"],
         queue=row["queue"],
         cancel_requested=row["cancel_requested"],
+        releases=row["releases"],
         timeout_seconds=row["timeout_seconds"],
     )
 
@@ -230,6 +232,7 @@ async def _write(
         None if completed else after.last_error,
         tally.json() if tally else "[]",
         after.cancel_requested,
+        after.releases,
     )
     if written != outcome.changed:  # the row is locked: refuse rather than half-apply
         raise Unavailable(f"job {before.id} changed under a guarded write")
@@ -259,7 +262,9 @@ def _translated() -> Iterator[None]:
         log.warning("store.unavailable", error=f"{type(exc).__name__}: {exc}")
         raise Unavailable(f"database unavailable: {type(exc).__name__}: {exc}") from exc
     except _UNSTORABLE as exc:
-        raise InvalidRequest(f"PostgreSQL cannot store a value of this request: {exc}") from exc
+        # The database's message quotes the offending bytes: input is never echoed.
+        log.info("store.unstorable", error=type(exc).__name__)
+        raise InvalidRequest("the database cannot store a value of this request") from exc
 
 
 class PostgresStore:
@@ -455,11 +460,14 @@ class PostgresStore:
         sql = pick.lease_sql(kinds=kinds is not None, queues=queues is not None, capped=False)
         args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
         args += [a for a in (kinds, queues) if a is not None]
-        async with self._connection() as conn:
+        async with self._connection() as conn, conn.transaction():
             rows = await conn.fetch(sql, *args)
             if rows[0]["limited"]:
                 rows = await self._lease_capped(conn, request, kinds, queues)
-        return sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+            jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+            if request.seal is not None:
+                request.seal(jobs)  # raising rolls the lease back
+        return jobs
 
     async def _lease_capped(
         self,
@@ -577,12 +585,16 @@ class PostgresStore:
         async with self._connection() as conn:
             return [r["id"] for r in await conn.fetch(sql, *params)]
 
-    async def attempts_list(self, job_id: int) -> list[Attempt]:
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        page = page or AttemptPage(limit=0)
         async with self._connection() as conn:
             rows = await conn.fetch(
                 "SELECT job_id, token, worker_id, leased_at, finished_at, outcome, error"
-                " FROM attempts WHERE job_id = $1 ORDER BY token",
+                " FROM attempts WHERE job_id = $1 AND token > $2 ORDER BY token"
+                " LIMIT nullif($3, 0)",  # LIMIT NULL: no limit
                 job_id,
+                page.after_token or 0,
+                page.limit,
             )
         return [
             Attempt(

@@ -31,7 +31,7 @@ from typing import Final
 COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested,"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
     " timeout_seconds"
 )
 SHARD: Final = "pg_backend_pid() % 16"
@@ -42,7 +42,7 @@ _NOW: Final = "statement_timestamp()"
 # $1 worker_id, $2 lease seconds, $3 n; then kinds, caps (capped form), queues as used.
 _LEASE: Final = (
     "WITH lim AS (SELECT {limited} AS limited), leased AS ("
-    " UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
+    " UPDATE jobs SET status = 'running', lease_token = nextval('lease_tokens'),"
     f" attempts = attempts + 1, lease_owner = $1, lease_expires_at = {_NOW}"
     f" + make_interval(secs => $2), lease_seconds = $2, leased_at = {_NOW}, report = NULL"
     " WHERE id = ANY(ARRAY({pick})) AND status = 'queued'"

@@ -30,6 +30,7 @@ from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
 from leasehold.store import sqlite_ops as ops
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
+    AttemptPage,
     DeadFilter,
     Decide,
     Expired,
@@ -57,7 +58,7 @@ SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
 _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested,"
+    " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
     " timeout_seconds"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
@@ -67,7 +68,7 @@ _INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (10 variables each)
 _GUARDED_WRITE: Final = (
     "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
     " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
-    " last_error = ?, report = ?, cancel_requested = ?"
+    " last_error = ?, report = ?, cancel_requested = ?, releases = ?"
     " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
@@ -105,7 +106,8 @@ def _job(row: tuple[Any, ...]) -> Job:
         priority=row[19],
         queue=row[20],
         cancel_requested=bool(row[21]),
-        timeout_seconds=row[22],
+        releases=row[22],
+        timeout_seconds=row[23],
     )
 
 
@@ -122,6 +124,7 @@ def _write_params(before: Job, after: Job) -> tuple[Any, ...]:
         after.last_error,
         after.report,
         after.cancel_requested,
+        after.releases,
         before.id,
         before.lease_token,
         before.status,
@@ -175,6 +178,18 @@ class _Tally:
         )
 
 
+class _TokenCounter:
+    """Hands out lease tokens, one per row, to the SQL function ``next_lease_token()``
+    within one lease statement; loaded from and saved to ``lease_tokens`` around it."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def next(self) -> int:
+        self.last += 1
+        return self.last
+
+
 class SqliteStore:
     """A Store on one SQLite file in WAL mode (see the module docstring)."""
 
@@ -187,6 +202,7 @@ class SqliteStore:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._tokens = _TokenCounter()
 
     # -- the writer thread ------------------------------------------------------------
 
@@ -215,6 +231,7 @@ class SqliteStore:
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA busy_timeout = 10000")
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.create_function("next_lease_token", 0, self._tokens.next)
         self._migrate(conn)
         return conn
 
@@ -448,8 +465,10 @@ class SqliteStore:
         # The ids as one parameter, so the statement text never changes: SQLite then
         # reuses its compiled form (compiling it anew costs more than running it).
         chosen = PLAIN if ids is None else "SELECT value FROM json_each(:ids)"
+        # Tokens are coordinator-wide: every lease's is above every token issued before.
+        (self._tokens.last,) = conn.execute("SELECT last FROM lease_tokens").fetchone()
         rows = conn.execute(
-            "UPDATE jobs SET status = 'running', lease_token = lease_token + 1,"
+            "UPDATE jobs SET status = 'running', lease_token = next_lease_token(),"
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
             f" WHERE id IN ({chosen}) AND status = 'queued' RETURNING {_COLUMNS}",
@@ -462,6 +481,8 @@ class SqliteStore:
                 "seconds": request.lease_seconds,
             },
         ).fetchall()
+        if rows:
+            conn.execute("UPDATE lease_tokens SET last = ?", (self._tokens.last,))
         jobs = sorted((_job(r) for r in rows), key=lease_order)
         conn.executemany(
             "INSERT INTO attempts (job_id, token, worker_id, leased_at, outcome)"
@@ -473,6 +494,8 @@ class SqliteStore:
             # Wait: from when the job became available to now.
             tally.add("leased", job.kind, max(0.0, now - job.run_after.timestamp()))
         tally.write(conn)
+        if request.seal is not None:
+            request.seal(jobs)  # raising rolls this lease back (its savepoint)
         return jobs
 
     async def job_get(self, job_id: int) -> Job | None:
@@ -573,12 +596,14 @@ class SqliteStore:
             lambda conn: [i for (i,) in conn.execute(sql, [*params, query.limit])]
         )
 
-    async def attempts_list(self, job_id: int) -> list[Attempt]:
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        page = page or AttemptPage(limit=-1)  # SQLite: a negative LIMIT is no limit
+
         def op(conn: sqlite3.Connection) -> list[Attempt]:
             rows = conn.execute(
                 "SELECT job_id, token, worker_id, leased_at, finished_at, outcome, error"
-                " FROM attempts WHERE job_id = ? ORDER BY token",
-                (job_id,),
+                " FROM attempts WHERE job_id = ? AND token > ? ORDER BY token LIMIT ?",
+                (job_id, page.after_token or 0, page.limit),
             )
             return [
                 Attempt(

@@ -1,0 +1,153 @@
+"""The coordinator app served inside the test process: real HTTP, no child process.
+
+``create_app`` with a store opened in this process, served by uvicorn as a task on the
+test's own event loop (as httpx's ``serve_in_thread``, minus the thread: the reaper's and
+the scheduler's hooks are asyncio objects of this loop). A request goes through the same
+middleware, routes and error handlers as in ``leasehold serve``; what is left out is the
+process (its start-up, signals, logging set-up), which the tests that are about the process
+still start for real (tests/process.py).
+
+On SQLite, time is a FakeClock that starts at the real "now" (so that times a test writes
+itself, such as ``run_after`` an hour ahead, mean what they say) and moves only when a test
+calls ``advance``. On PostgreSQL the database's clock decides expiry by design (DESIGN.md),
+so ``advance`` waits the time out there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import AsyncIterator, Generator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+import uvicorn
+from fastapi import FastAPI
+
+from leasehold.api.app import create_app
+from leasehold.core.clock import FakeClock
+from leasehold.core.reaper import Reaper
+from leasehold.core.scheduler import Scheduler
+from leasehold.core.service import JobService
+from leasehold.settings import CoordinatorSettings
+from leasehold.store.base import Store
+from leasehold.store.open import open_store
+
+# The same quick timings as the process fixture's `coordinator` (tests/conftest.py).
+QUICK = CoordinatorSettings(
+    retry_base_seconds=0.05, retry_max_seconds=1.0, reap_interval_seconds=0.1
+)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: the test process keeps its own."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None]:
+        yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.config.app.state.service.stop_waiting()  # as `leasehold serve` does on SIGTERM
+        await super().shutdown(sockets)
+
+
+@dataclass
+class InProcessCoordinator:
+    """A served app and the handles a test needs to drive it without waiting for time."""
+
+    url: str
+    app: FastAPI
+    settings: CoordinatorSettings
+    clock: FakeClock | None  # None on PostgreSQL, whose own clock decides expiry
+
+    @property
+    def service(self) -> JobService:
+        service: JobService = self.app.state.service
+        return service
+
+    @property
+    def reaper(self) -> Reaper:
+        reaper: Reaper = self.app.state.reaper
+        return reaper
+
+    @property
+    def scheduler(self) -> Scheduler:
+        scheduler: Scheduler = self.app.state.scheduler
+        return scheduler
+
+    def now(self) -> datetime:
+        """The coordinator's "now" (the fake clock's on SQLite)."""
+        return self.clock.now() if self.clock is not None else datetime.now(UTC)
+
+    async def advance(self, seconds: float, *, sweep: bool = True) -> None:
+        """Let ``seconds`` pass for the coordinator, then (unless told not to) sweep the
+        leases that ran out at once instead of waiting for the reaper's next pass."""
+        if self.clock is not None:
+            self.clock.advance(seconds)
+        else:
+            await asyncio.sleep(seconds)  # the database's clock: the only way to move it
+        if sweep:
+            await self.sweep()
+
+    async def sweep(self) -> int:
+        """One reaper pass now (instead of waiting for the loop's next one): jobs expired."""
+        total = 0
+        while (n := await self.service.reap()) > 0:
+            total += n
+        return total
+
+    async def fire(self) -> int:
+        """One scheduler pass now: how many schedules were due."""
+        return await self.scheduler.fire()
+
+
+@contextlib.asynccontextmanager
+async def serve_app(
+    store: Store, settings: CoordinatorSettings, clock: FakeClock | None
+) -> AsyncIterator[InProcessCoordinator]:
+    """Serve ``create_app(settings, store=store, clock=clock)`` on a free loopback port."""
+    app = create_app(settings, store=store, clock=clock)
+    logged = structlog.get_config()
+    # Warnings and errors only, as `leasehold serve` would log them by default less its
+    # info lines: a debug line per request costs more than the request in these tests.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app, access_log=False, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+    )
+    server = _Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="inproc-coordinator")
+    while not server.started:
+        if task.done():
+            task.result()  # raises what stopped the start-up
+            raise RuntimeError("the in-process coordinator did not start")
+        await asyncio.sleep(0.005)
+    try:
+        yield InProcessCoordinator(f"http://127.0.0.1:{port}", app, settings, clock)
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+        structlog.configure(**logged)
+
+
+def in_process_store(database_url: str, clock: FakeClock) -> tuple[Store, FakeClock | None]:
+    """The store for a test database URL: SQLite with ``clock``, or PostgreSQL on its own.
+
+    SQLite's durability is not what these tests are about: ``synchronous=OFF`` spares the
+    fsyncs (tests/integration/test_durability.py runs a real process with the default).
+    """
+    if database_url.startswith("sqlite"):
+        return open_store(database_url, clock=clock, synchronous="OFF"), clock
+    return open_store(database_url), None
+
+
+def quick_settings(**overrides: Any) -> CoordinatorSettings:
+    """QUICK with some fields changed (``max_payload_bytes=...``, ``tokens=...``)."""
+    return replace(QUICK, **overrides)

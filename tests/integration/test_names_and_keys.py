@@ -1,0 +1,93 @@
+"""Names that reach logs, tables and /metrics are visible text, and the scheduler's
+idempotency keys are its own (issue 15, items 5 and 18)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+
+import pytest
+import structlog
+
+from leasehold.core.schedule import ScheduleSpec, idempotency_key
+from leasehold.core.scheduler import Scheduler
+from leasehold.core.service import JobService
+from leasehold.store.base import NewJob, Store
+from leasehold.store.open import open_store
+from tests.inprocess import AsgiApi, serve_app
+
+# NEL (Cc), RIGHT-TO-LEFT OVERRIDE and ZERO WIDTH SPACE (Cf), LINE and PARAGRAPH SEPARATOR.
+INVISIBLE = ["a\u0085b", "a\u202eb", "a\u200bb", "a\u2028b", "a\u2029b", "\ufeffa"]
+
+
+@pytest.fixture
+async def api(database_url: str) -> AsyncIterator[AsgiApi]:
+    async with serve_app(database_url) as api:
+        yield api
+
+
+async def test_names_with_invisible_characters_are_refused(api: AsgiApi) -> None:
+    """Kinds, queues, worker ids and limit kinds of Unicode categories Cc, Cf, Zl, Zp
+    get a 422 and change nothing."""
+    for name in INVISIBLE:
+        for path, body in [
+            ("/jobs", {"kind": name}),
+            ("/jobs", {"kind": "k", "queue": name}),
+            ("/jobs/batch", {"jobs": [{"kind": "k"}, {"kind": name}]}),
+            ("/lease", {"worker_id": name}),
+            ("/lease", {"worker_id": "w", "kinds": [name]}),
+            ("/lease", {"worker_id": "w", "queues": [name]}),
+        ]:
+            got = await api.post(path, body)
+            assert got.status == 422, (name, path, got)
+            assert "control, format or line-separator" in got.body["message"]
+        got = await api.put("/schedules/s", {"cron": "* * * * *", "kind": name})
+        assert got.status == 422, (name, got)
+        assert (await api.put(f"/limits/{name}", {"max_running": 1})).status == 422
+    assert (await api.get("/jobs")).body["jobs"] == []
+    assert (await api.get("/schedules")).body["schedules"] == []
+    assert (await api.get("/limits")).body["limits"] == []
+
+
+async def test_visible_unicode_names_are_kept(api: AsgiApi) -> None:
+    made = await api.post("/jobs", {"kind": "résumé-渲染", "queue": "façade"})
+    assert made.status == 201, made
+    assert (made.body["kind"], made.body["queue"]) == ("résumé-渲染", "façade")
+
+
+async def test_producers_cannot_use_the_scheduler_keys(api: AsgiApi) -> None:
+    """A key in the scheduler's namespace is refused, in the body, the header and batches."""
+    key = idempotency_key("nightly", datetime(2030, 1, 1).astimezone())
+    got = await api.post("/jobs", {"kind": "k", "idempotency_key": key})
+    assert got.status == 422, got
+    assert "scheduler" in got.body["message"]
+    batch = {"jobs": [{"kind": "k"}, {"kind": "k", "idempotency_key": "schedule:x"}]}
+    assert (await api.post("/jobs/batch", batch)).status == 422
+    assert (await api.get("/jobs")).body["jobs"] == []
+    assert (await api.post("/jobs", {"kind": "k", "idempotency_key": "scheduled:x"})).status == 201
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[Store]:
+    opened = open_store(database_url)
+    await opened.open()
+    yield opened
+    await opened.close()
+
+
+async def test_a_producer_job_holding_a_run_key_is_logged_at_warning(store: Store) -> None:
+    """A job that got a run's key before the prefix was reserved (inserted here directly)
+    makes the scheduler log the conflict at warning instead of staying silent."""
+    scheduler = Scheduler(JobService(store), interval=60, grace=60)
+    now = await store.now()
+    fire_at = (now - timedelta(seconds=1)).replace(microsecond=0)
+    spec = ScheduleSpec(name="nightly", cron="* * * * * *", kind="report")
+    await store.schedule_put(spec, lambda _spec, _now: fire_at)
+    key = idempotency_key("nightly", fire_at)
+    squatter = NewJob("other", {"mine": True}, 1, None, key, request_hash="producer")
+    await store.job_insert_many([squatter])
+    with structlog.testing.capture_logs() as logs:
+        assert await scheduler.fire() == 1
+    conflicts = [e for e in logs if e["event"] == "schedule.key_conflict"]
+    assert len(conflicts) == 1, logs
+    assert conflicts[0]["log_level"] == "warning" and conflicts[0]["name"] == "nightly"
