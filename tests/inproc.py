@@ -46,12 +46,16 @@ QUICK = CoordinatorSettings(
 class _Server(uvicorn.Server):
     """uvicorn without its signal handlers: the test process keeps its own."""
 
+    def __init__(self, config: uvicorn.Config, service: JobService) -> None:
+        super().__init__(config)
+        self.service = service
+
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None]:
         yield
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        self.config.app.state.service.stop_waiting()  # as `leasehold serve` does on SIGTERM
+        self.service.stop_waiting()  # as `leasehold serve` does on SIGTERM
         await super().shutdown(sockets)
 
 
@@ -121,7 +125,7 @@ async def serve_app(
     config = uvicorn.Config(
         app, access_log=False, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
     )
-    server = _Server(config)
+    server = _Server(config, app.state.service)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="inproc-coordinator")
     while not server.started:
         if task.done():

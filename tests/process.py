@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,8 +45,10 @@ class Coordinator:
         extra_args: Sequence[str] = (),
         port: int = 0,
         env: Mapping[str, str] | None = None,
+        preexec: Callable[[], None] | None = None,
     ) -> None:
         self.database_url = database_url
+        self.preexec = preexec  # run in the child before it starts (e.g. a lower rlimit)
         self.env = dict(env or {})
         self.log_dir = log_dir
         self.extra_args = list(extra_args)
@@ -87,6 +89,7 @@ class Coordinator:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+                preexec_fn=self.preexec,
             )
             log.close()
             if self._wait_healthy():

@@ -12,9 +12,31 @@ import typer
 from leasehold import admin as _admin
 from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
+from leasehold.credentials import (
+    TOKEN_FILE_HELP,
+    TOKEN_HELP,
+    resolve_token,
+    warn_if_on_command_line,
+)
 from leasehold.demo import demo as _demo
-from leasehold.logs import configure_logging, configure_quiet_logging
-from leasehold.settings import MAX_PAYLOAD_BYTES, MAX_SCHEDULE_GRACE_SECONDS, CoordinatorSettings
+from leasehold.logs import LogFormat, LogLevel, configure_logging, configure_quiet_logging
+from leasehold.settings import (
+    KEEP_ALIVE_TIMEOUT_SECONDS,
+    MAX_HEADER_BYTES,
+    MAX_HEADERS,
+    MAX_PAYLOAD_BYTES,
+    MAX_SCHEDULE_GRACE_SECONDS,
+    REQUEST_TIMEOUT_SECONDS,
+    CoordinatorSettings,
+    SqliteSynchronous,
+)
+from leasehold.startup import (
+    EXIT_CODES_HELP,
+    StartupError,
+    check_database_url,
+    exit_with,
+    prepare_database,
+)
 from leasehold.tokens import (
     HashedToken,
     Role,
@@ -42,7 +64,16 @@ def _root() -> None:
     """A distributed job queue with fenced leases."""
 
 
-@app.command()
+_LOG_FORMAT = typer.Option(
+    "auto",
+    envvar="LEASEHOLD_LOG_FORMAT",
+    case_sensitive=False,
+    help="json off a terminal, console on one (auto), or either always.",
+)
+_LOG_LEVEL = typer.Option("info", envvar="LEASEHOLD_LOG_LEVEL", case_sensitive=False)
+
+
+@app.command(epilog=EXIT_CODES_HELP)
 def serve(
     host: str = typer.Option("127.0.0.1", envvar="LEASEHOLD_HOST", help="Address to bind."),
     port: int = typer.Option(8080, envvar="LEASEHOLD_PORT", min=0, max=65535),
@@ -73,14 +104,29 @@ def serve(
         max=MAX_SCHEDULE_GRACE_SECONDS,
         help="A fire time older than this when first seen was missed (see catch_up).",
     ),
-    sqlite_synchronous: str = typer.Option(
+    sqlite_synchronous: SqliteSynchronous = typer.Option(
         "FULL",
         envvar="LEASEHOLD_SQLITE_SYNCHRONOUS",
+        case_sensitive=False,
         help="FULL (no acknowledged write lost on power loss) or NORMAL (faster; may lose"
         " the last commits on power loss, never on a process crash).",
     ),
-    log_format: str = typer.Option("auto", envvar="LEASEHOLD_LOG_FORMAT", help="auto|json|console"),
-    log_level: str = typer.Option("info", envvar="LEASEHOLD_LOG_LEVEL"),
+    log_format: LogFormat = _LOG_FORMAT,
+    log_level: LogLevel = _LOG_LEVEL,
+    allow_ephemeral_database: bool = typer.Option(
+        False,
+        "--allow-ephemeral-database",
+        envvar="LEASEHOLD_ALLOW_EPHEMERAL_DATABASE",
+        help="Serve on a database in memory (sqlite:///:memory: or sqlite:///), which loses"
+        " every job when the coordinator stops; refused otherwise.",
+    ),
+    database_wait_seconds: float = typer.Option(
+        30.0,
+        envvar="LEASEHOLD_DATABASE_WAIT_SECONDS",
+        min=0,
+        max=3600,
+        help="At start, how long to keep trying (with backoff) while PostgreSQL cannot be reached.",
+    ),
     tokens_file: Path | None = typer.Option(
         None,
         envvar="LEASEHOLD_TOKENS_FILE",
@@ -101,6 +147,30 @@ def serve(
         envvar="LEASEHOLD_MAX_PAYLOAD_BYTES",
         min=1,
         help="Cap on a job's payload and a completion's result, as compact JSON (413).",
+    ),
+    max_header_bytes: int = typer.Option(
+        MAX_HEADER_BYTES,
+        envvar="LEASEHOLD_MAX_HEADER_BYTES",
+        min=1024,
+        help="Cap on a request's line and headers, in bytes (431, before authentication).",
+    ),
+    max_headers: int = typer.Option(
+        MAX_HEADERS, envvar="LEASEHOLD_MAX_HEADERS", min=8, help="Cap on a request's headers (431)."
+    ),
+    request_timeout_seconds: float = typer.Option(
+        REQUEST_TIMEOUT_SECONDS,
+        envvar="LEASEHOLD_REQUEST_TIMEOUT_SECONDS",
+        min=0.1,
+        max=600,
+        help="A request must arrive whole (headers and body) within this time of the"
+        " connection waiting for it, or the connection is closed (408).",
+    ),
+    keep_alive_timeout_seconds: int = typer.Option(
+        KEEP_ALIVE_TIMEOUT_SECONDS,
+        envvar="LEASEHOLD_KEEP_ALIVE_TIMEOUT_SECONDS",
+        min=1,
+        max=600,
+        help="An idle connection is closed after this long without a request.",
     ),
     retain_completed_seconds: float = typer.Option(
         86_400.0,
@@ -149,13 +219,30 @@ def serve(
         tokens=tokens,
         allow_open_access=allow_open_access,
         max_payload_bytes=max_payload_bytes,
+        max_header_bytes=max_header_bytes,
+        max_headers=max_headers,
+        request_timeout_seconds=request_timeout_seconds,
+        keep_alive_timeout_seconds=keep_alive_timeout_seconds,
         retain_completed_seconds=retain_completed_seconds,
         retain_cancelled_seconds=retain_cancelled_seconds,
         retain_dead_seconds=retain_dead_seconds,
         prune_interval_seconds=prune_interval_seconds,
     )
     configure_logging(log_format, log_level)
-    serve_app(create_app(settings), settings)
+    try:
+        check_database_url(database_url, allow_ephemeral=allow_ephemeral_database)
+    except StartupError as exc:
+        exit_with(exc)
+
+    def open_database() -> None:
+        try:
+            prepare_database(
+                database_url, synchronous=sqlite_synchronous, wait_seconds=database_wait_seconds
+            )
+        except StartupError as exc:
+            exit_with(exc)
+
+    serve_app(create_app(settings), settings, before_start=open_database)
 
 
 def _configured_tokens(path: Path | None, env: str | None) -> tuple[HashedToken, ...]:
@@ -211,7 +298,14 @@ def worker(
         None, envvar="LEASEHOLD_WORKER_ID", help="Names this worker (default: HOST-PID)."
     ),
     token: str | None = typer.Option(
-        None, envvar="LEASEHOLD_TOKEN", help="Bearer token for the coordinator.", show_default=False
+        None,
+        envvar="LEASEHOLD_TOKEN",
+        help=TOKEN_HELP,
+        callback=warn_if_on_command_line,
+        show_default=False,
+    ),
+    token_file: Path | None = typer.Option(
+        None, envvar="LEASEHOLD_TOKEN_FILE", help=TOKEN_FILE_HELP, show_default=False
     ),
     wait_seconds: float = typer.Option(
         5.0,
@@ -226,8 +320,8 @@ def worker(
         min=0,
         help="After the first SIGINT/SIGTERM, how long running jobs get to finish.",
     ),
-    log_format: str = typer.Option("auto", envvar="LEASEHOLD_LOG_FORMAT", help="auto|json|console"),
-    log_level: str = typer.Option("info", envvar="LEASEHOLD_LOG_LEVEL"),
+    log_format: LogFormat = _LOG_FORMAT,
+    log_level: LogLevel = _LOG_LEVEL,
 ) -> None:
     """Run handlers for jobs. The first Ctrl+C or SIGTERM lets running jobs finish and exits
     0; a second one cancels them and hands their jobs back."""
@@ -245,7 +339,7 @@ def worker(
         kinds=_names(kinds),
         queues=_names(queues),
         lease_seconds=lease_seconds,
-        token=token,
+        token=resolve_token(token, token_file),
         wait_seconds=wait_seconds,
         grace_seconds=grace_seconds,
         worker_id=worker_id or default_worker_id(),

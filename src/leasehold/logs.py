@@ -7,12 +7,14 @@ import atexit
 import logging
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal, get_args
 
 import orjson
 import structlog
 
-LOG_FORMATS = ("auto", "json", "console")
+LogFormat = Literal["auto", "json", "console"]
+LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+LOG_FORMATS: tuple[str, ...] = get_args(LogFormat)
 
 
 class LineBatcher:
@@ -78,22 +80,80 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
         # stdlib encoder and a write each were most of their cost. The lines are the same.
         renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
         factory = LineBatcher(sys.stderr.buffer)
+        # An exception is a field of its line (type, message, frames), not text to re-parse.
+        exceptions: structlog.typing.Processor = structlog.processors.dict_tracebacks
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
         factory = structlog.PrintLoggerFactory(file=sys.stderr)
+        exceptions = structlog.processors.format_exc_info
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
+            exceptions,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=factory,
         cache_logger_on_first_use=True,
     )
-    logging.basicConfig(level=numeric, stream=sys.stderr, format="%(name)s %(message)s")
+    _route_standard_logging(numeric, exceptions, factory if use_json else None)
+
+
+class _Batched(logging.Handler):
+    """Standard-library records into the same JSON line writer as structlog's."""
+
+    def __init__(self, batcher: LineBatcher) -> None:
+        super().__init__()
+        self.batcher = batcher
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.batcher.msg(self.format(record).encode())
+        except Exception:
+            self.handleError(record)
+
+
+def _handled_by_the_app(record: logging.LogRecord) -> bool:
+    # Our error handler logs every unexpected exception as `request.error` (with the route);
+    # Starlette then re-raises it to the server, which would log the same traceback again.
+    return record.name != "uvicorn.error" or not record.getMessage().startswith(
+        "Exception in ASGI application"
+    )
+
+
+def _route_standard_logging(
+    level: int, exceptions: structlog.typing.Processor, batcher: LineBatcher | None
+) -> None:
+    """The standard library's records (uvicorn's, asyncio's) as structlog lines: the same
+    format, fields and exception rendering, with the logger's name as ``logger``."""
+    renderer: structlog.typing.Processor
+    handler: logging.Handler
+    if batcher is not None:
+        renderer = structlog.processors.JSONRenderer()
+        handler = _Batched(batcher)
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_logger_name,
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+            ],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                exceptions,
+                renderer,
+            ],
+        )
+    )
+    handler.addFilter(_handled_by_the_app)
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(level)
 
 
 def configure_quiet_logging() -> None:

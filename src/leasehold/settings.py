@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from leasehold.tokens import HashedToken
+
+SqliteSynchronous = Literal["FULL", "NORMAL"]  # what `serve` offers (tests also use OFF)
+
+# The HTTP protocol's per-connection limits (DESIGN.md §16 says why these values).
+MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADERS = 100
+REQUEST_TIMEOUT_SECONDS = 10.0
+KEEP_ALIVE_TIMEOUT_SECONDS = 5
 
 # Bounds that keep one request from holding the coordinator hostage; see DESIGN.md.
 MAX_LEASE_SECONDS = 86_400.0
@@ -38,6 +47,11 @@ class CoordinatorSettings:
     tokens: tuple[HashedToken, ...] = ()
     allow_open_access: bool = False
     max_payload_bytes: int = MAX_PAYLOAD_BYTES
+    # Per connection, enforced by the HTTP protocol (api/protocol.py) before any route runs.
+    max_header_bytes: int = MAX_HEADER_BYTES
+    max_headers: int = MAX_HEADERS
+    request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
+    keep_alive_timeout_seconds: int = KEEP_ALIVE_TIMEOUT_SECONDS
     # Retention of finished jobs, per status, in seconds after they finished (0: forever);
     # the defaults and their reasons are in core/retention.py and DESIGN.md §20.
     retain_completed_seconds: float = 86_400.0

@@ -65,7 +65,7 @@ def severe_console_errors(driver: WebDriver) -> list[str]:
     the admin probe's 404, and 401/403 under authentication)."""
     return [
         entry["message"]
-        for entry in driver.get_log("browser")
+        for entry in driver.get_log("browser")  # type: ignore[attr-defined]  # chromium only
         if entry["level"] == "SEVERE" and "Failed to load resource" not in entry["message"]
     ]
 

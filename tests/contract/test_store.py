@@ -446,13 +446,14 @@ async def test_expired_scan_lists_run_out_leases_oldest_first(store: Store) -> N
     await lease(store, seconds=3600)
     (third,) = await lease(store, seconds=0)
     assert (first.id, third.id) == (a.id, c.id)
-    assert await store.jobs_expired(10) == [Expired(a.id, 1), Expired(c.id, 1)]
-    assert await store.jobs_expired(1) == [Expired(a.id, 1)]
+    expected = [Expired(a.id, first.lease_token), Expired(c.id, third.lease_token)]
+    assert await store.jobs_expired(10) == expected
+    assert await store.jobs_expired(1) == expected[:1]
 
 
 async def test_expire_requeues_once_even_when_two_reapers_race(store: Store) -> None:
     jobs = await insert(store, *(new_job() for _ in range(30)))
-    await lease(store, n=30, seconds=0)
+    tokens = {j.id: j.lease_token for j in await lease(store, n=30, seconds=0)}
     expired = await store.jobs_expired(100)
     assert len(expired) == 30
     batch: list[tuple[int, Decide]] = [(e.job_id, expire(e.token)) for e in expired]
@@ -464,7 +465,7 @@ async def test_expire_requeues_once_even_when_two_reapers_race(store: Store) -> 
     for job in jobs:
         stored = await store.job_get(job.id)
         assert stored is not None
-        assert (stored.status, stored.lease_token, stored.attempts) == ("queued", 1, 1)
+        assert (stored.status, stored.lease_token, stored.attempts) == ("queued", tokens[job.id], 1)
         assert stored.last_error is not None and "lease expired" in stored.last_error
         (attempt,) = await store.attempts_list(job.id)
         assert (attempt.outcome, attempt.error) == ("expired", stored.last_error)

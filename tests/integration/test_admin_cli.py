@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 import structlog
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from leasehold.cli import app
 from leasehold.client import SyncClient
@@ -306,7 +305,7 @@ async def test_url_and_token_come_from_the_environment() -> None:
         env = {"LEASEHOLD_URL": server.url, "LEASEHOLD_TOKEN": "s3cret"}
         result = await asyncio.to_thread(cli, "", "job", "1", env=env)
     assert result.exit_code == 5
-    assert "Set --token or LEASEHOLD_TOKEN" in result.stderr
+    assert "Set LEASEHOLD_TOKEN or --token-file" in result.stderr
     assert server.requests[0].headers["Authorization"] == "Bearer s3cret"
 
 
@@ -333,7 +332,7 @@ def test_stats_watch_json_prints_a_line_each_time_until_ctrl_c(shared: Coordinat
 
 def test_tokens_and_roles_against_a_guarded_coordinator(tmp_path: Path) -> None:
     """No token is exit 5 (401), a token whose role may not is exit 5 too (403), and the
-    admin token, from LEASEHOLD_TOKEN, may do everything."""
+    admin token, from LEASEHOLD_TOKEN or --token-file, may do everything."""
     admin, reader = new_token(), new_token()
     env = {"LEASEHOLD_TOKENS": f"admin={admin},reader={reader}"}
     guarded = Coordinator(f"sqlite:///{tmp_path / 'guarded.db'}", tmp_path, env=env).start()
@@ -341,11 +340,18 @@ def test_tokens_and_roles_against_a_guarded_coordinator(tmp_path: Path) -> None:
         anonymous = cli(guarded.url, "stats")
         assert anonymous.exit_code == 5
         assert anonymous.stderr.startswith("leasehold: unauthorized: ")
-        assert anonymous.stderr.endswith("Set --token or LEASEHOLD_TOKEN.\n")
+        assert anonymous.stderr.endswith("Set LEASEHOLD_TOKEN or --token-file.\n")
         assert cli(guarded.url, "stats", "--token", reader).exit_code == 0
         refused = cli(guarded.url, "requeue", "--all-dead", "--token", reader)
         assert refused.exit_code == 5
-        assert refused.stderr.startswith("leasehold: forbidden: ")
+        warning, error = refused.stderr.splitlines()  # a token on the command line is warned
+        assert warning.startswith("leasehold: warning: --token shows the token")
+        assert error.startswith("leasehold: forbidden: ")
+        token_file = tmp_path / "admin.token"
+        token_file.write_text(f"{admin}\n")
+        from_file = cli(guarded.url, "requeue", "--all-dead", "--token-file", str(token_file))
+        assert (from_file.exit_code, from_file.stdout) == (0, "requeued 0 dead jobs\n")
+        assert from_file.stderr == ""
         allowed = cli(guarded.url, "requeue", "--all-dead", env={"LEASEHOLD_TOKEN": admin})
         assert (allowed.exit_code, allowed.stdout) == (0, "requeued 0 dead jobs\n")
     finally:

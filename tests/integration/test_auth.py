@@ -54,10 +54,14 @@ def endpoint(
 # token 99 of a job leased never is 409 (stale), a requeue of a queued job is 409.
 ENDPOINTS = [
     endpoint("GET", "/health", None, (200,)),
+    endpoint("GET", "/health/ready", None, (200,)),
     endpoint("GET", "/openapi.json", None, (200,)),
     endpoint("GET", "/docs", None, (200,)),
     endpoint("GET", "/redoc", None, (200,)),
-    endpoint("GET", "/docs/oauth2-redirect", None, (200,)),
+    # The docs pages' files (test_docs_offline.py fetches them): open, like the pages; the
+    # folders themselves have no index.
+    endpoint("GET", "/docs/assets/", None, (404,)),
+    endpoint("GET", "/docs/init/", None, (404,)),
     endpoint("GET", "/", None, (200,)),  # redirects to the dashboard (followed)
     endpoint("GET", "/ui/", None, (200,)),  # its files hold no data; it calls the API
     endpoint("POST", "/jobs", {PRODUCER, ADMIN}, (201,), {"kind": "matrix"}),

@@ -14,6 +14,7 @@ from leasehold.core.clock import FakeClock
 from leasehold.core.service import Enqueue, JobService
 from leasehold.core.transitions import decide_expire
 from leasehold.model import AttemptOutcome, JobStatus
+from leasehold.store.base import Decide
 from leasehold.store.sqlite import SqliteStore
 
 
@@ -42,9 +43,13 @@ async def stale_sweep(service: JobService) -> list[tuple[int, int]]:
     return [(e.job_id, e.token) for e in await service.store.jobs_expired(100)]
 
 
+def expire_with(token: int) -> Decide:
+    return lambda job, now: decide_expire(job, token, now)
+
+
 async def apply_sweep(service: JobService, seen: list[tuple[int, int]]) -> list[bool]:
     outcomes = await service.store.jobs_decide(
-        [(job_id, lambda job, now, t=token: decide_expire(job, t, now)) for job_id, token in seen]
+        [(job_id, expire_with(token)) for job_id, token in seen]
     )
     return [o is not None and o.changed for o in outcomes]
 

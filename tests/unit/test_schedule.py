@@ -24,7 +24,7 @@ NY = "America/New_York"
 
 
 def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+    return datetime(*args, tzinfo=UTC)  # type: ignore[misc,arg-type]
 
 
 def schedule(

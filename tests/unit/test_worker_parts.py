@@ -375,8 +375,12 @@ async def test_fail_batches_stay_under_their_size_bound() -> None:
 # -- one job's run ----------------------------------------------------------------------
 
 
+async def no_polls() -> None:
+    """No lease request is in flight in these tests."""
+
+
 async def run_one(registry: Registry, fake: FakeClient, seconds: float = 2.0) -> None:
-    runner = JobRunner(as_client(fake), registry, Flag(), polls_ended=asyncio.sleep)
+    runner = JobRunner(as_client(fake), registry, Flag(), polls_ended=no_polls)
     lease = Lease(job(7, seconds=seconds, kind="k"), 1)
     leased = Leased.of(lease, "w", asyncio.get_running_loop().time())
     reporting = asyncio.create_task(runner.reporter.run())

@@ -9,10 +9,11 @@ import typer
 from rich.console import Console
 
 from leasehold.admin import parse, render
-from leasehold.admin.connect import EXIT_USAGE, AsJson, Token, Url, connected, fail
+from leasehold.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
 from leasehold.admin.watch import show_stats
 from leasehold.admin.wire import attempt_json, job_json, print_json
 from leasehold.client import DEFAULT_URL
+from leasehold.credentials import resolve_token
 
 # The coordinator's own bounds, checked here too so a mistake costs no round trip.
 MAX_LIST_LIMIT = 1000
@@ -75,12 +76,13 @@ def enqueue(
     ] = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
     """Add a job to the queue."""
     body = parse.payload(payload)
     not_before = parse.run_after(run_after)
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         job = client.enqueue(
             kind,
             body,
@@ -116,11 +118,12 @@ def jobs(
     ] = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
     """List jobs, oldest first, one page at a time."""
     wanted = parse.status(status)
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         page = client.list(status=wanted, kind=kind, cursor=cursor, limit=limit)
     if as_json:
         print_json({"jobs": [job_json(j) for j in page.jobs], "next_cursor": page.next_cursor})
@@ -133,10 +136,11 @@ def job(
     job_id: Annotated[int, typer.Argument(metavar="ID", help="The job's id.")],
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
     """Show one job and its attempt history (one attempt per lease)."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         found = client.get(job_id)
         attempts = client.attempts(job_id)
     if as_json:
@@ -179,6 +183,7 @@ def requeue(
     ] = MAX_REQUEUE_LIMIT,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
     """Bring jobs back: queued at once, attempts reset. Only dead (or cancelled) jobs can be;
@@ -187,6 +192,7 @@ def requeue(
         fail("give either a job ID or --all-dead", EXIT_USAGE)
     if job_id is not None and (kind is not None or error_contains is not None):
         fail("--kind and --error-contains go with --all-dead, not with an ID", EXIT_USAGE)
+    token = resolve_token(token, token_file)
     if job_id is not None:
         _requeue_one(job_id, url, token, as_json)
     else:
@@ -235,8 +241,9 @@ def stats(
     ] = 2.0,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
     """Jobs by status and kind, throughput, latency and lease trouble (GET /stats)."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         show_stats(client, url, every if watch else None, as_json)

@@ -6,11 +6,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
 from leasehold.client import RetryPolicy, SyncClient
+from leasehold.credentials import (
+    TOKEN_FILE_HELP,
+    TOKEN_HELP,
+    resolve_token,
+    warn_if_on_command_line,
+)
 from leasehold.errors import (
     Conflict,
     Forbidden,
@@ -61,8 +68,18 @@ Token = Annotated[
     typer.Option(
         "--token",
         envvar="LEASEHOLD_TOKEN",
-        help="Bearer token (prefer the environment variable: command lines are visible to"
-        " every user of the machine).",
+        help=TOKEN_HELP,
+        callback=warn_if_on_command_line,
+        show_default=False,
+        rich_help_panel="Connection",
+    ),
+]
+TokenFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        envvar="LEASEHOLD_TOKEN_FILE",
+        help=TOKEN_FILE_HELP,
         show_default=False,
         rich_help_panel="Connection",
     ),
@@ -74,8 +91,9 @@ AsJson = Annotated[
 
 
 @contextmanager
-def connected(url: str, token: str | None) -> Iterator[SyncClient]:
+def connected(url: str, token: str | None, token_file: Path | None = None) -> Iterator[SyncClient]:
     """A client for the command; any leasehold error inside ends the command (``fail``)."""
+    token = resolve_token(token, token_file)
     try:
         with SyncClient(
             url, token=token, retry=CLI_RETRY, timeout_seconds=CLI_TIMEOUT_SECONDS
@@ -93,7 +111,7 @@ def describe(exc: LeaseholdError, url: str) -> tuple[str, int]:
     if isinstance(exc, NotFound):
         return f"not found: {text}", EXIT_NOT_FOUND
     if isinstance(exc, Unauthorized):
-        return f"unauthorized: {text} Set --token or LEASEHOLD_TOKEN.", EXIT_AUTH
+        return f"unauthorized: {text} Set LEASEHOLD_TOKEN or --token-file.", EXIT_AUTH
     if isinstance(exc, Forbidden):
         return f"forbidden: {text}", EXIT_AUTH
     if isinstance(exc, Conflict):

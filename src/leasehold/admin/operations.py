@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from leasehold.admin import parse, render
-from leasehold.admin.connect import EXIT_USAGE, AsJson, Token, Url, connected, fail
+from leasehold.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
 from leasehold.admin.table import Cell, Column, fitted
 from leasehold.admin.wire import job_json, print_json
 from leasehold.client import DEFAULT_URL
@@ -21,11 +21,15 @@ QueueArg = Annotated[str, typer.Argument(metavar="QUEUE", help="The queue's name
 
 
 def cancel(
-    job_id: JobId, url: Url = DEFAULT_URL, token: Token = None, as_json: AsJson = False
+    job_id: JobId,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
 ) -> None:
     """Cancel a job: a queued or dead one at once; a running one is told at its next
     renewal and ends cancelled when its worker reports."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         job = client.cancel(job_id)
     if as_json:
         print_json(job_json(job))
@@ -66,6 +70,7 @@ def delete(
     ] = 1000,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
     """Delete a job by ID, or every job matching the filters (at least one filter). A
@@ -73,7 +78,7 @@ def delete(
     filters = (status, kind, queue, finished_before)
     if (job_id is None) == all(f is None for f in filters):
         fail("give either a job ID or at least one of the filters", EXIT_USAGE)
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         if job_id is not None:
             client.delete(job_id)
             count = 1
@@ -95,11 +100,15 @@ def delete(
 
 
 def run_now(
-    job_id: JobId, url: Url = DEFAULT_URL, token: Token = None, as_json: AsJson = False
+    job_id: JobId,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
 ) -> None:
     """Make a queued job that waits for its run-after time (a retry's backoff, a job
     enqueued for later) due at once."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         job = client.run_now(job_id)
     if as_json:
         print_json(job_json(job))
@@ -109,10 +118,15 @@ def run_now(
     console.print(render.job_detail(job, None, console.width))
 
 
-def queues(url: Url = DEFAULT_URL, token: Token = None, as_json: AsJson = False) -> None:
+def queues(
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
     """Each queue: jobs by status, the oldest waiting job, completions in the last minute,
     and whether it is paused."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         found = client.queues()
     if as_json:
         print_json({"queues": found})
@@ -147,25 +161,34 @@ def queue_table(found: list[dict[str, Any]], width: int) -> Any:
     return fitted(columns, rows, width, caption=None if rows else "no queues yet")
 
 
-def pause(queue: QueueArg, url: Url = DEFAULT_URL, token: Token = None) -> None:
+def pause(
+    queue: QueueArg, url: Url = DEFAULT_URL, token: Token = None, token_file: TokenFile = None
+) -> None:
     """Lease nothing more from QUEUE (running jobs finish) until it is resumed; the pause
     is stored and holds across restarts and coordinators."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         client.pause(queue)
     typer.echo(f"paused queue {queue}")
 
 
-def resume(queue: QueueArg, url: Url = DEFAULT_URL, token: Token = None) -> None:
+def resume(
+    queue: QueueArg, url: Url = DEFAULT_URL, token: Token = None, token_file: TokenFile = None
+) -> None:
     """Lease from QUEUE again."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         client.resume(queue)
     typer.echo(f"resumed queue {queue}")
 
 
-def workers(url: Url = DEFAULT_URL, token: Token = None, as_json: AsJson = False) -> None:
+def workers(
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
     """Live workers (a heartbeat in the last 15 s) and those gone within the last hour,
     and any queued work that no live worker serves."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         found = client.workers()
         stats = client.stats()
     unserved = stats.get("unserved", [])

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from leasehold.admin import parse
-from leasehold.admin.connect import EXIT_CODES_HELP, AsJson, Token, Url, connected
+from leasehold.admin.connect import EXIT_CODES_HELP, AsJson, Token, TokenFile, Url, connected
 from leasehold.admin.table import Cell, Column, fitted
 from leasehold.admin.wire import print_json
 from leasehold.client import DEFAULT_URL
@@ -72,18 +72,27 @@ def _show_limits(found: list[dict[str, Any]], as_json: bool, one: bool = False) 
 
 
 @schedules.command("list", epilog=EXIT_CODES_HELP)
-def schedules_list(url: Url = DEFAULT_URL, token: Token = None, as_json: AsJson = False) -> None:
+def schedules_list(
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
     """Every schedule, by name, with its next fire time."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         _show_schedules(client.schedules(), as_json)
 
 
 @schedules.command("get", epilog=EXIT_CODES_HELP)
 def schedules_get(
-    name: Name, url: Url = DEFAULT_URL, token: Token = None, as_json: AsJson = False
+    name: Name,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
 ) -> None:
     """One schedule, with its next and last fire times."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         _show_schedules([client.get_schedule(name)], as_json, one=True)
 
 
@@ -106,11 +115,12 @@ def schedules_put(
     enabled: Annotated[bool, typer.Option("--enabled/--disabled")] = True,
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
     """Create or replace a schedule; it starts at its first fire time from now."""
     body = parse.payload(payload)
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         stored = client.put_schedule(
             name,
             cron=cron,
@@ -127,17 +137,24 @@ def schedules_put(
 
 
 @schedules.command("delete", epilog=EXIT_CODES_HELP)
-def schedules_delete(name: Name, url: Url = DEFAULT_URL, token: Token = None) -> None:
+def schedules_delete(
+    name: Name, url: Url = DEFAULT_URL, token: Token = None, token_file: TokenFile = None
+) -> None:
     """Delete a schedule (the jobs it already enqueued stay)."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         client.delete_schedule(name)
     typer.echo(f"deleted schedule {name}")
 
 
 @limits.command("list", epilog=EXIT_CODES_HELP)
-def limits_list(url: Url = DEFAULT_URL, token: Token = None, as_json: AsJson = False) -> None:
+def limits_list(
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
     """Every limit, with the kind's running jobs now."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         _show_limits(client.limits(), as_json)
 
 
@@ -147,10 +164,11 @@ def limits_set(
     max_running: Annotated[int, typer.Argument(min=1, max=100_000)],
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
     """At most MAX_RUNNING jobs of KIND running at once, across all workers."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         _show_limits([client.put_limit(kind, max_running)], as_json, one=True)
 
 
@@ -159,8 +177,9 @@ def limits_delete(
     kind: Annotated[str, typer.Argument(help="The kind whose limit goes.")],
     url: Url = DEFAULT_URL,
     token: Token = None,
+    token_file: TokenFile = None,
 ) -> None:
     """Remove the limit on KIND."""
-    with connected(url, token) as client:
+    with connected(url, token, token_file) as client:
         client.delete_limit(kind)
     typer.echo(f"deleted the limit on {kind}")

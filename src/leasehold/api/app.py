@@ -10,8 +10,10 @@ from collections.abc import AsyncIterator
 import structlog
 from fastapi import FastAPI
 
+from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
-from leasehold.api.limits import BodyLimit
+from leasehold.api.health import router as health_router
+from leasehold.api.limits import BodyLimit, route_caps
 from leasehold.api.operations import router as operations_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
@@ -89,8 +91,14 @@ def create_app(
         summary="A distributed job queue with fenced leases",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served offline by mount_docs
+        redoc_url=None,
     )
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        routes=route_caps(settings.max_body_bytes, settings.max_payload_bytes),
+    )
     app.add_middleware(RequestLog)
     app.state.settings = settings
     app.state.service = service
@@ -101,7 +109,9 @@ def create_app(
     app.state.pruner = pruner
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(health_router)
     app.include_router(scheduling_router)
     app.include_router(operations_router)
     mount_dashboard(app)
+    mount_docs(app)
     return app

@@ -30,7 +30,13 @@ from leasehold.core.transitions import (
     request_fingerprint,
 )
 from leasehold.core.workers import LIVE_SECONDS
-from leasehold.errors import JobNotFound, LeaseholdError, LimitNotFound, PayloadTooLarge
+from leasehold.errors import (
+    JobNotFound,
+    LeaseholdError,
+    LimitNotFound,
+    PayloadTooLarge,
+    Unavailable,
+)
 from leasehold.metrics import Metrics
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
 from leasehold.store.base import (
@@ -422,6 +428,13 @@ class JobService:
 
     async def list_jobs(self, query: JobFilter) -> list[Job]:
         return await self.store.job_list(query)
+
+    async def ready(self, timeout_seconds: float) -> None:
+        """Raise Unavailable unless the store answers a cheap statement in time."""
+        try:
+            await asyncio.wait_for(self.store.ping(), timeout_seconds)
+        except TimeoutError:
+            raise Unavailable(f"the database did not answer within {timeout_seconds:g} s") from None
 
     async def stats(self) -> Stats:
         snapshot = await self.store.stats(WINDOWS)

@@ -227,6 +227,11 @@ class Store(Protocol):
         the page's cursor, when ``page`` is given."""
         ...
 
+    async def ping(self) -> None:
+        """One cheap statement along the path writes take (the readiness check); raises
+        Unavailable when the database cannot answer."""
+        ...
+
     async def counts_by_status(self) -> dict[JobStatus, int]:
         """Jobs by status counted from the jobs themselves: the ground truth that the
         counts kept for ``stats`` must agree with (slow on big tables; tests and checks)."""

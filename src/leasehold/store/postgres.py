@@ -609,6 +609,10 @@ class PostgresStore:
             for r in rows
         ]
 
+    async def ping(self) -> None:
+        async with self._connection() as conn:
+            await conn.fetchval("SELECT 1")
+
     async def counts_by_status(self) -> dict[JobStatus, int]:
         """Counted from the jobs themselves (the ground truth the kept counts must match)."""
         async with self._connection() as conn:

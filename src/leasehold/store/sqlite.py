@@ -620,6 +620,15 @@ class SqliteStore:
 
         return await self._call(op)
 
+    async def ping(self) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            # On the writer thread, inside its write transaction: it answers only when a
+            # write could be made (the database not locked by another process, the disk
+            # answering).
+            conn.execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchall()
+
+        await self._call(op)
+
     async def counts_by_status(self) -> dict[JobStatus, int]:
         def op(conn: sqlite3.Connection) -> dict[JobStatus, int]:
             counts = dict.fromkeys(JobStatus, 0)
