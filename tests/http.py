@@ -24,6 +24,10 @@ class Api:
         self.session = session
 
     async def request(self, method: str, path: str, **kwargs: Any) -> Answer:
+        if method != "GET" and "data" not in kwargs:
+            # As every client of the coordinator must: state changes declare JSON.
+            headers = {"Content-Type": "application/json", **kwargs.get("headers", {})}
+            kwargs["headers"] = headers
         async with self.session.request(method, self.base_url + path, **kwargs) as r:
             raw = await r.read()
             body: Any = None

@@ -39,7 +39,10 @@ from leasehold.store.open import open_store
 
 # The same quick timings as the process fixture's `coordinator` (tests/conftest.py).
 QUICK = CoordinatorSettings(
-    retry_base_seconds=0.05, retry_max_seconds=1.0, reap_interval_seconds=0.1
+    retry_base_seconds=0.05,
+    retry_max_seconds=1.0,
+    reap_interval_seconds=0.1,
+    min_lease_seconds=0.01,  # leases of a fraction of a second show expiry quickly
 )
 
 

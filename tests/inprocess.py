@@ -7,7 +7,7 @@ whose requests go straight to the ASGI app, so a test can also patch the app's m
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +29,20 @@ class AsgiApi:
     def __init__(self, app: FastAPI) -> None:
         self.app = app
 
-    async def request(self, method: str, path: str, body: bytes | None = None) -> AsgiAnswer:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: Mapping[str, str | None] | None = None,
+    ) -> AsgiAnswer:
+        """``headers`` are added to (or, given None, taken from) the defaults: ``Host:
+        127.0.0.1``, and ``Content-Type: application/json`` on a body or a state change."""
         path, _, query = path.partition("?")
-        headers = [(b"host", b"127.0.0.1")]
-        if body is not None:
-            headers.append((b"content-type", b"application/json"))
+        sent: dict[str, str | None] = {"host": "127.0.0.1"}
+        if body is not None or method != "GET":
+            sent["content-type"] = "application/json"
+        sent |= {k.lower(): v for k, v in (headers or {}).items()}
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
@@ -43,24 +52,24 @@ class AsgiApi:
             "path": path,
             "raw_path": path.encode(),
             "query_string": query.encode(),
-            "headers": headers,
+            "headers": [(k.encode(), v.encode()) for k, v in sent.items() if v is not None],
             "client": ("127.0.0.1", 1),
             "server": ("127.0.0.1", 80),
             "root_path": "",
             "state": {},
         }
-        sent = False
+        delivered = False
         status = 0
         chunks: list[bytes] = []
 
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
+        async def receive() -> MutableMapping[str, Any]:
+            nonlocal delivered
+            if delivered:
                 return {"type": "http.disconnect"}
-            sent = True
+            delivered = True
             return {"type": "http.request", "body": body or b"", "more_body": False}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -69,22 +78,36 @@ class AsgiApi:
 
         await self.app(scope, receive, send)
         raw = b"".join(chunks)
-        return AsgiAnswer(status, orjson.loads(raw) if raw else None)
+        try:
+            parsed = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            parsed = raw  # not JSON (a dashboard file, say): as sent
+        return AsgiAnswer(status, parsed)
 
-    async def post(self, path: str, json: Any = None, *, raw: bytes | None = None) -> AsgiAnswer:
-        return await self.request("POST", path, raw if raw is not None else orjson.dumps(json))
+    async def post(
+        self,
+        path: str,
+        json: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: Mapping[str, str | None] | None = None,
+    ) -> AsgiAnswer:
+        body = raw if raw is not None else orjson.dumps(json)
+        return await self.request("POST", path, body, headers)
 
     async def put(self, path: str, json: Any) -> AsgiAnswer:
         return await self.request("PUT", path, orjson.dumps(json))
 
-    async def get(self, path: str) -> AsgiAnswer:
-        return await self.request("GET", path)
+    async def get(self, path: str, headers: Mapping[str, str | None] | None = None) -> AsgiAnswer:
+        return await self.request("GET", path, None, headers)
 
 
 @contextlib.asynccontextmanager
 async def serve_app(
     database_url: str, *, clock: Clock | None = None, **settings: Any
 ) -> AsyncIterator[AsgiApi]:
+    # Leases of a fraction of a second show expiry quickly (the default minimum is 1 s).
+    settings = {"min_lease_seconds": 0.01, **settings}
     app = create_app(CoordinatorSettings(database_url=database_url, **settings), clock=clock)
     async with app.router.lifespan_context(app):
         yield AsgiApi(app)

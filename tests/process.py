@@ -84,6 +84,9 @@ class Coordinator:
                     self.database_url,
                     "--log-format",
                     "json",
+                    # Tests use leases of a fraction of a second to see expiry quickly.
+                    "--min-lease-seconds",
+                    "0.01",
                     *self.extra_args,
                 ],
                 stdout=log,

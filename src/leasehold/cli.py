@@ -12,6 +12,7 @@ import typer
 from leasehold import admin as _admin
 from leasehold.admin.scheduling import limits, schedules
 from leasehold.client import DEFAULT_URL
+from leasehold.conformance import commands as _conformance
 from leasehold.credentials import (
     TOKEN_FILE_HELP,
     TOKEN_HELP,
@@ -26,6 +27,7 @@ from leasehold.settings import (
     MAX_HEADERS,
     MAX_PAYLOAD_BYTES,
     MAX_SCHEDULE_GRACE_SECONDS,
+    MIN_LEASE_SECONDS,
     REQUEST_TIMEOUT_SECONDS,
     CoordinatorSettings,
     SqliteSynchronous,
@@ -85,6 +87,13 @@ def serve(
     default_lease_seconds: float = typer.Option(
         30.0, envvar="LEASEHOLD_DEFAULT_LEASE_SECONDS", min=0.001, max=86_400
     ),
+    min_lease_seconds: float = typer.Option(
+        MIN_LEASE_SECONDS,
+        envvar="LEASEHOLD_MIN_LEASE_SECONDS",
+        min=0.001,
+        max=86_400,
+        help="Shortest lease a worker may ask for (shorter: 422).",
+    ),
     retry_base_seconds: float = typer.Option(
         1.0, envvar="LEASEHOLD_RETRY_BASE_SECONDS", min=0, help="First retry delay."
     ),
@@ -130,8 +139,8 @@ def serve(
     tokens_file: Path | None = typer.Option(
         None,
         envvar="LEASEHOLD_TOKENS_FILE",
-        help="Bearer tokens: one `role:sha256hex` per line (roles: producer, worker, reader, admin;"
-        " `leasehold new-token ROLE` makes one). Tokens can also be given in clear in the"
+        help="Bearer tokens: one `role:sha256hex` per line (roles: producer, worker, reader,"
+        " metrics, admin; `leasehold new-token ROLE` makes one). Tokens can also be given in clear in the"
         " environment as LEASEHOLD_TOKENS=role=token,role=token (never as a flag: command"
         " lines are visible to every user). With neither, access is open and the"
         " coordinator only binds loopback.",
@@ -172,6 +181,12 @@ def serve(
         max=600,
         help="An idle connection is closed after this long without a request.",
     ),
+    max_waiting_polls: int = typer.Option(
+        4096,
+        envvar="LEASEHOLD_MAX_WAITING_POLLS",
+        min=0,
+        help="Long polls waiting at once, at most; past it a poll answers after one look.",
+    ),
     retain_completed_seconds: float = typer.Option(
         86_400.0,
         envvar="LEASEHOLD_RETAIN_COMPLETED_SECONDS",
@@ -208,6 +223,7 @@ def serve(
         port=port,
         database_url=database_url,
         default_lease_seconds=default_lease_seconds,
+        min_lease_seconds=min_lease_seconds,
         retry_base_seconds=retry_base_seconds,
         retry_max_seconds=retry_max_seconds,
         reap_interval_seconds=reap_interval_seconds,
@@ -223,6 +239,7 @@ def serve(
         max_headers=max_headers,
         request_timeout_seconds=request_timeout_seconds,
         keep_alive_timeout_seconds=keep_alive_timeout_seconds,
+        max_waiting_polls=max_waiting_polls,
         retain_completed_seconds=retain_completed_seconds,
         retain_cancelled_seconds=retain_cancelled_seconds,
         retain_dead_seconds=retain_dead_seconds,
@@ -256,7 +273,7 @@ def _configured_tokens(path: Path | None, env: str | None) -> tuple[HashedToken,
 
 @app.command("new-token")
 def new_token_command(
-    role: Role = typer.Argument(..., help="producer, worker, reader or admin"),
+    role: Role = typer.Argument(..., help="producer, worker, reader, metrics or admin"),
 ) -> None:
     """Make a random bearer token: prints the token (give it to the client, e.g. as
     LEASEHOLD_TOKEN) and then the line for the coordinator's tokens file."""
@@ -374,3 +391,4 @@ def main() -> None:
 # Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.
 _admin.register(app)
 app.command()(_demo)
+_conformance.register(app)

@@ -10,13 +10,17 @@ The tree::
     ├── Conflict                the job's state forbids the request      (409)
     │   ├── StaleToken          a newer lease exists, or the token was never issued
     │   ├── LeaseExpired        the lease ran out or is no longer held
+    │   │   └── NotRunning      this lease already reported (completed, failed, released)
     │   ├── ReportConflict      a different outcome was already reported under this token
     │   ├── InvalidTransition   e.g. requeue of a job that is not dead
     │   └── JobCancelled        the job was cancelled (or is being cancelled)
     ├── InvalidRequest          well-formed but unacceptable input      (422)
-    │   └── IdempotencyConflict the key was used with a different request
+    │   ├── IdempotencyConflict the key was used with a different request
+    │   └── TooManyNames        a new kind or queue past the cap on distinct ones
     ├── Unauthorized            no valid bearer token                    (401)
     ├── Forbidden               the token's role may not make the request (403)
+    │   └── CrossSite           a browser request from another site
+    ├── MisdirectedRequest      an open coordinator asked under a non-loopback name (421)
     ├── PayloadTooLarge         the request body or payload is over a cap (413)
     ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
     ├── Unavailable             the coordinator cannot serve right now    (503)
@@ -85,6 +89,13 @@ class LeaseExpired(Conflict):
     code = "lease_expired"
 
 
+class NotRunning(LeaseExpired):
+    """The job is not running under this lease any more: its holder already reported
+    (completed, failed or released) under this token."""
+
+    code = "not_running"
+
+
 class ReportConflict(Conflict):
     """A different outcome was already reported under this token."""
 
@@ -115,6 +126,12 @@ class IdempotencyConflict(InvalidRequest):
     code = "idempotency_conflict"
 
 
+class TooManyNames(InvalidRequest):
+    """The coordinator already knows as many distinct kinds (or queues) as it accepts."""
+
+    code = "too_many_names"
+
+
 class Unauthorized(LeaseholdError):
     """A valid bearer token is required (Authorization: Bearer <token>)."""
 
@@ -125,6 +142,20 @@ class Forbidden(LeaseholdError):
     """The token's role may not make this request."""
 
     code = "forbidden"
+
+
+class CrossSite(Forbidden):
+    """A state-changing request sent by a browser from another site (Origin or
+    Sec-Fetch-Site) is refused."""
+
+    code = "cross_site"
+
+
+class MisdirectedRequest(LeaseholdError):
+    """Without tokens the coordinator answers only under a loopback name (localhost,
+    127.0.0.1, [::1]): another Host may be a DNS-rebinding page reading the queue."""
+
+    code = "misdirected_request"
 
 
 class PayloadTooLarge(LeaseholdError):

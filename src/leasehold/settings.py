@@ -17,6 +17,7 @@ KEEP_ALIVE_TIMEOUT_SECONDS = 5
 
 # Bounds that keep one request from holding the coordinator hostage; see DESIGN.md.
 MAX_LEASE_SECONDS = 86_400.0
+MIN_LEASE_SECONDS = 1.0
 MAX_WAIT_SECONDS = 30.0
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SCHEDULE_GRACE_SECONDS = 600.0  # bounds how many runs one pass enqueues per schedule
@@ -31,6 +32,8 @@ class CoordinatorSettings:
     port: int = 8080
     database_url: str = "sqlite:///leasehold.db"
     default_lease_seconds: float = 30.0
+    # Shorter leases are refused (422): a lease shorter than a round trip cannot be renewed.
+    min_lease_seconds: float = MIN_LEASE_SECONDS
     retry_base_seconds: float = 1.0
     retry_max_seconds: float = 3600.0
     reap_interval_seconds: float = 1.0
@@ -47,11 +50,13 @@ class CoordinatorSettings:
     tokens: tuple[HashedToken, ...] = ()
     allow_open_access: bool = False
     max_payload_bytes: int = MAX_PAYLOAD_BYTES
-    # Per connection, enforced by the HTTP protocol (api/protocol.py) before any route runs.
+    # Per connection, enforced by the HTTP protocol (api/connections.py) before any route runs.
     max_header_bytes: int = MAX_HEADER_BYTES
     max_headers: int = MAX_HEADERS
     request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
     keep_alive_timeout_seconds: int = KEEP_ALIVE_TIMEOUT_SECONDS
+    # Long polls waiting at once; past it a poll answers after one look (no jobs: 204).
+    max_waiting_polls: int = 4096
     # Retention of finished jobs, per status, in seconds after they finished (0: forever);
     # the defaults and their reasons are in core/retention.py and DESIGN.md §20.
     retain_completed_seconds: float = 86_400.0

@@ -38,7 +38,10 @@ _HEX_DIGEST: Final = re.compile(r"[0-9a-fA-F]{64}")
 class Role(StrEnum):
     PRODUCER = "producer"  # enqueues jobs and reads them
     WORKER = "worker"  # leases jobs and reports on them
-    READER = "reader"  # reads everything, changes nothing: dashboards, metrics scrapers
+    READER = "reader"  # reads everything, changes nothing: dashboards
+    # /metrics, /stats and /health only: a scraper's token sits in a monitoring system's
+    # configuration, so it must not read payloads, results or lease tokens.
+    METRICS = "metrics"
     ADMIN = "admin"  # everything: requeueing too
 
 

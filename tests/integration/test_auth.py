@@ -27,9 +27,11 @@ TOKENS = {
     Role.WORKER: "worker-token-0123456789abcdef",
     Role.READER: "reader-token-0123456789abcdef",
     Role.ADMIN: "admin-token-0123456789abcdef",
+    Role.METRICS: "metrics-token-0123456789abcdef",
 }
 WRONG = "wrong-token-0123456789abcdef"
 PRODUCER, WORKER, READER, ADMIN = Role.PRODUCER, Role.WORKER, Role.READER, Role.ADMIN
+METRICS = Role.METRICS
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ def endpoint(
 ENDPOINTS = [
     endpoint("GET", "/health", None, (200,)),
     endpoint("GET", "/health/ready", None, (200,)),
+    endpoint("GET", "/protocol", None, (200,)),
     endpoint("GET", "/openapi.json", None, (200,)),
     endpoint("GET", "/docs", None, (200,)),
     endpoint("GET", "/redoc", None, (200,)),
@@ -68,6 +71,7 @@ ENDPOINTS = [
     endpoint("GET", "/jobs/{job_id}", {PRODUCER, WORKER, READER, ADMIN}, (200,)),
     endpoint("GET", "/jobs/{job_id}/attempts", {PRODUCER, READER, ADMIN}, (200,)),
     endpoint("POST", "/lease", {WORKER, ADMIN}, (204,), {"worker_id": "w", "kinds": ["none"]}),
+    endpoint("POST", "/leases", {WORKER, ADMIN}, (204,), {"worker_id": "w", "kinds": ["none"]}),
     endpoint("POST", "/jobs/{job_id}/renew", {WORKER, ADMIN}, (409,), {"token": 99}),
     endpoint("POST", "/jobs/{job_id}/complete", {WORKER, ADMIN}, (409,), {"token": 99}),
     endpoint("POST", "/jobs/{job_id}/fail", {WORKER, ADMIN}, (409,), {"token": 99, "error": "e"}),
@@ -85,8 +89,8 @@ ENDPOINTS = [
         {"items": [{"id": 1, "token": 99, "error": "e"}]},
     ),
     endpoint("GET", "/jobs", {READER, ADMIN}, (200,)),
-    endpoint("GET", "/stats", {READER, ADMIN}, (200,)),
-    endpoint("GET", "/metrics", {READER, ADMIN}, (200,)),
+    endpoint("GET", "/stats", {READER, METRICS, ADMIN}, (200,)),
+    endpoint("GET", "/metrics", {READER, METRICS, ADMIN}, (200,)),
     endpoint("POST", "/jobs/{job_id}/requeue", {ADMIN}, (409,)),
     endpoint("POST", "/jobs/requeue", {ADMIN}, (200,), {"kind": "none"}),
     endpoint("POST", "/jobs/{job_id}/cancel", {PRODUCER, ADMIN}, (200,)),

@@ -10,7 +10,6 @@ from typing import Any
 import asyncpg
 import pytest
 
-from leasehold.core import service as service_module
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.service import Enqueue, JobService, Waiter
 from leasehold.errors import InvalidRequest, Unavailable
@@ -160,8 +159,8 @@ async def test_a_long_poll_wakes_for_a_job_enqueued_through_another_store(
     open_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The wake-up crosses coordinators: JobService subscribes its Wakeup to the store."""
-    monkeypatch.setattr(service_module, "_POLL_RECHECK_SECONDS", 3600)  # only a wake-up helps
     poller, producer = JobService(await open_store()), JobService(await open_store())
+    poller.due.max_sleep_seconds = 3600  # only a wake-up helps, not the due timer's next look
     waiting, wait = asyncio.Event(), poller.wakeup.wait
 
     async def wait_and_say_so(waiter: Waiter, seconds: float) -> list[Job] | None:

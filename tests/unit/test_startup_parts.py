@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -52,7 +53,7 @@ def json_stderr(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.BytesIO]:
     root.handlers, root.level = handlers, level
 
 
-def lines(raw: io.BytesIO) -> list[dict[str, object]]:
+def lines(raw: io.BytesIO) -> list[dict[str, Any]]:
     return [json.loads(line) for line in raw.getvalue().splitlines()]
 
 
@@ -70,7 +71,8 @@ def test_an_exception_is_a_structured_field_in_json_logs(json_stderr: io.BytesIO
     got = lines(json_stderr)
     assert len(got) == 2
     for event in got:
-        [exc] = event["exception"]  # type: ignore[misc]
+        exceptions: list[dict[str, Any]] = event["exception"]
+        [exc] = exceptions
         assert exc["exc_type"] == "RuntimeError" and exc["exc_value"] == "boom"
         assert exc["frames"]
     assert got[1]["logger"] == "uvicorn"

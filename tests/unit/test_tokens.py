@@ -9,7 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
-from leasehold import cli
+from leasehold import cli, startup
 from leasehold.api import server
 from leasehold.api.app import create_app
 from leasehold.settings import CoordinatorSettings
@@ -167,7 +167,7 @@ def test_open_access_off_loopback_is_refused(
     settings = CoordinatorSettings(host="0.0.0.0", database_url="sqlite:///:memory:")
     with pytest.raises(SystemExit) as caught:
         server.serve(create_app(settings), settings)
-    assert caught.value.code == server.EXIT_REFUSED
+    assert caught.value.code == startup.EXIT_REFUSED
     assert "refusing to start" in capsys.readouterr().err
     assert runs == []
 

@@ -7,9 +7,18 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from leasehold.api.schemas import ItemOutcome, ItemResultOut, JobOut, LeaseOut
+from leasehold.api.schemas import ItemOutcome, ItemResultOut, ItemVerdict, JobOut, LeaseOut
 from leasehold.api.wire import item_result_wire, job_wire, lease_wire
-from leasehold.errors import JobNotFound, LeaseExpired, LeaseholdError, StaleToken
+from leasehold.errors import (
+    JobCancelled,
+    JobNotFound,
+    LeaseExpired,
+    LeaseholdError,
+    NotRunning,
+    PayloadTooLarge,
+    ReportConflict,
+    StaleToken,
+)
 from leasehold.model import Job, JobStatus
 
 QUEUED = Job(
@@ -27,6 +36,7 @@ RUNNING = QUEUED.replace(
     attempts=1,
     lease_token=3,
     lease_owner="w",
+    lease_seconds=30.0,
     lease_expires_at=datetime.fromtimestamp(1_764_467_030.5, UTC),
     leased_at=datetime.fromtimestamp(1_764_467_000.000001, UTC),
     idempotency_key="key",
@@ -45,23 +55,35 @@ def test_job_and_lease_answers_match_their_models(job: Job) -> None:
     assert orjson.dumps(job_wire(job)) == JobOut.of(job).__pydantic_serializer__.to_json(
         JobOut.of(job)
     )
-    assert orjson.loads(orjson.dumps(lease_wire(job))) == model_json(
-        LeaseOut(job=JobOut.of(job), token=job.lease_token)
-    )
+
+
+def test_a_lease_answer_matches_its_model_and_carries_its_length() -> None:
+    lease = orjson.loads(orjson.dumps(lease_wire(RUNNING)))
+    assert lease == model_json(LeaseOut(job=JobOut.of(RUNNING), token=3, lease_seconds=30.0))
+    assert lease["lease_seconds"] == 30.0
 
 
 @pytest.mark.parametrize(
-    ("error", "outcome"),
+    ("error", "outcome", "verdict"),
     [
-        (StaleToken("s"), ItemOutcome.STALE),
-        (JobNotFound("n"), ItemOutcome.NOT_FOUND),
-        (LeaseExpired("e"), ItemOutcome.CONFLICT),
+        (StaleToken("s"), ItemOutcome.STALE, ItemVerdict.STALE),
+        (JobNotFound("n"), ItemOutcome.NOT_FOUND, ItemVerdict.NOT_FOUND),
+        (LeaseExpired("e"), ItemOutcome.CONFLICT, ItemVerdict.LOST),
+        (NotRunning("r"), ItemOutcome.CONFLICT, ItemVerdict.LOST),
+        (JobCancelled("c"), ItemOutcome.CONFLICT, ItemVerdict.CANCELLED),
+        (PayloadTooLarge("p"), ItemOutcome.CONFLICT, ItemVerdict.REJECTED),
+        (ReportConflict("r"), ItemOutcome.CONFLICT, ItemVerdict.CONFLICT),
     ],
 )
-def test_item_results_match_their_model(error: LeaseholdError, outcome: ItemOutcome) -> None:
+def test_item_results_match_their_model(
+    error: LeaseholdError, outcome: ItemOutcome, verdict: ItemVerdict
+) -> None:
+    """Protocol 1.0's outcome is kept as it was; the verdict names what the worker does."""
     assert orjson.loads(orjson.dumps(item_result_wire(7, error))) == model_json(
-        ItemResultOut(id=7, outcome=outcome, error=error.code, message=error.message)
+        ItemResultOut(
+            id=7, outcome=outcome, verdict=verdict, error=error.code, message=error.message
+        )
     )
     assert orjson.loads(orjson.dumps(item_result_wire(7, RUNNING))) == model_json(
-        ItemResultOut(id=7, outcome=ItemOutcome.OK, job=JobOut.of(RUNNING))
+        ItemResultOut(id=7, outcome=ItemOutcome.OK, verdict=ItemVerdict.OK, job=JobOut.of(RUNNING))
     )

@@ -14,7 +14,10 @@ from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.health import router as health_router
 from leasehold.api.limits import BodyLimit, route_caps
+from leasehold.api.openapi import install_openapi
 from leasehold.api.operations import router as operations_router
+from leasehold.api.protocol import ProtocolHeader
+from leasehold.api.protocol import router as protocol_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
@@ -50,6 +53,7 @@ def create_app(
         backoff=BackoffPolicy(settings.retry_base_seconds, settings.retry_max_seconds),
         rng=rng,
         max_payload_bytes=settings.max_payload_bytes,
+        max_waiting_polls=settings.max_waiting_polls,
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
@@ -84,6 +88,7 @@ def create_app(
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await service.close()
             await store.close()
 
     app = FastAPI(
@@ -100,6 +105,7 @@ def create_app(
         routes=route_caps(settings.max_body_bytes, settings.max_payload_bytes),
     )
     app.add_middleware(RequestLog)
+    app.add_middleware(ProtocolHeader)
     app.state.settings = settings
     app.state.service = service
     app.state.authenticator = authenticator
@@ -111,7 +117,9 @@ def create_app(
     app.include_router(router)
     app.include_router(health_router)
     app.include_router(scheduling_router)
+    app.include_router(protocol_router)
     app.include_router(operations_router)
     mount_dashboard(app)
     mount_docs(app)
+    install_openapi(app)
     return app

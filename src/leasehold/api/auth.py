@@ -2,7 +2,8 @@
 the only place that decides.
 
 - ``PUBLIC``: anyone, no token needed (``/health``).
-- ``PRODUCER``, ``WORKER``, ``JOB_READERS``, ``HISTORY_READERS``, ``READERS``, ``ADMIN``: a
+- ``PRODUCER``, ``WORKER``, ``JOB_READERS``, ``HISTORY_READERS``, ``READERS``, ``FIGURES``,
+  ``ADMIN``: a
   bearer token carrying one of the guard's roles; an admin token passes every guard.
 
 A route that declares no guard gets ``ADMIN`` (``StrictJSONRoute`` sees to it): forgetting
@@ -116,4 +117,6 @@ JOB_READERS: Final = Allow(Role.PRODUCER, Role.WORKER, Role.READER)
 HISTORY_READERS: Final = Allow(Role.PRODUCER, Role.READER)
 # Everyone's jobs, and the figures: operators' views.
 READERS: Final = Allow(Role.READER)
+# The figures alone (/stats, /metrics): readers, and the scrapers' metrics-only role.
+FIGURES: Final = Allow(Role.READER, Role.METRICS)
 ADMIN: Final = Allow()

@@ -16,18 +16,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from leasehold.api.auth import ADMIN, Allow, Guard, Public
+from leasehold.api.sameorigin import (
+    STATE_CHANGING,
+    check_content_type,
+    check_host,
+    check_same_origin,
+    is_json,
+)
 from leasehold.api.schemas import ErrorOut
 from leasehold.core.userjson import INT_MESSAGE, has_long_integer
 from leasehold.errors import UnsupportedMediaType
-
-_JSON = (b"content-type", b"application/json")
-
-
-def _is_json(content_type: str) -> bool:
-    mime = content_type.split(";", 1)[0].strip().lower()
-    return mime == "application/json" or (
-        mime.startswith("application/") and mime.endswith("+json")
-    )
 
 
 class StrictJSONRequest(Request):
@@ -52,7 +50,13 @@ _AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 _BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     413: _error("the body, or the payload or result in it, is over its cap"),
-    415: _error("the body is not declared as JSON"),
+}
+_CHANGE_ERRORS: dict[int | str, dict[str, Any]] = {
+    403: _error("the token's role may not call this, or a browser sent it from another site"),
+    415: _error("the request is not declared as JSON (Content-Type: application/json)"),
+}
+_HOST_ERRORS: dict[int | str, dict[str, Any]] = {
+    421: _error("access is open (no tokens) and the Host is not a loopback name"),
 }
 # Declared whenever a route takes input, also so FastAPI does not add its own 422, whose
 # body is not ours.
@@ -74,9 +78,10 @@ class StrictJSONRoute(APIRoute):
     Each route declares one guard from ``leasehold.api.auth`` in its ``dependencies``; a
     route that declares none is for admins only. The guard runs before the body is read.
 
-    A body is always parsed by StrictJSONRequest.json. A body with no Content-Type is taken
-    as JSON (curl and scripts often omit it); one declared as anything else is refused with
-    415, rather than parsed leniently.
+    Before the guard, the checks of ``leasehold.api.sameorigin``: a loopback Host while
+    access is open, no cross-site browser request that changes state. After it, a
+    state-changing request must declare ``Content-Type: application/json``, with a body or
+    without one (415 otherwise); a body is always parsed by StrictJSONRequest.json.
 
     The error answers that the guard and the body add are documented on the route here, so
     the OpenAPI schema lists them for every route.
@@ -95,7 +100,11 @@ class StrictJSONRoute(APIRoute):
         super().__init__(path, endpoint, dependencies=dependencies, **kwargs)
         self.guard: Guard = guards[0]
         self.query_names = _query_names(self.dependant)
-        documented = dict(_AUTH_ERRORS) if isinstance(self.guard, Allow) else {}
+        documented: dict[int | str, dict[str, Any]] = {}
+        if isinstance(self.guard, Allow):  # open routes hold no data: any Host may read them
+            documented |= _AUTH_ERRORS | _HOST_ERRORS
+        if self.methods and self.methods & STATE_CHANGING:
+            documented |= _CHANGE_ERRORS
         if self.body_field is not None:
             documented |= _BODY_ERRORS
         d = self.dependant
@@ -107,16 +116,15 @@ class StrictJSONRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def strict_handler(request: Request) -> Response:
+            if isinstance(self.guard, Allow):
+                check_host(request)
+            check_same_origin(request)
             self.guard.check(request)
             self._refuse_unknown_query_parameters(request)
-            scope = request.scope
-            if self.body_field is not None:
-                content_type = request.headers.get("content-type")
-                if content_type is None:
-                    scope = {**scope, "headers": [*scope["headers"], _JSON]}
-                elif not _is_json(content_type):
-                    raise UnsupportedMediaType()
-            strict = StrictJSONRequest(scope, request.receive)
+            check_content_type(request)
+            if self.body_field is not None and not is_json(request.headers.get("content-type", "")):
+                raise UnsupportedMediaType()
+            strict = StrictJSONRequest(request.scope, request.receive)
             if self.body_field is not None and has_long_integer(await strict.body()):
                 # Here, because the parser would round it to a float without a word.
                 raise RequestValidationError(

@@ -15,6 +15,7 @@ from leasehold.errors import (
     Forbidden,
     InvalidRequest,
     LeaseholdError,
+    MisdirectedRequest,
     NotFound,
     PayloadTooLarge,
     Unanswerable,
@@ -34,6 +35,7 @@ STATUS_CODES: dict[type[LeaseholdError], int] = {
     Unavailable: 503,
     Unauthorized: 401,
     Forbidden: 403,
+    MisdirectedRequest: 421,
     Unanswerable: 500,  # a bug, or data stored before the input checks: rolled back
 }
 # Headers an error's answer must carry (RFC 6750: a 401 names the scheme it wants).

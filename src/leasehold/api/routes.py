@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from leasehold.api.auth import (
     ADMIN,
+    FIGURES,
     HISTORY_READERS,
     JOB_READERS,
     PRODUCER,
@@ -40,6 +41,7 @@ from leasehold.api.schemas import (
     LeaseBatchOut,
     LeaseOut,
     LeaseRequest,
+    LeasesRequest,
     ReleaseRequest,
     RenewRequest,
     RequeueCount,
@@ -81,6 +83,7 @@ _WORKER = [Depends(WORKER)]
 _JOB_READERS = [Depends(JOB_READERS)]
 _HISTORY_READERS = [Depends(HISTORY_READERS)]
 _READERS = [Depends(READERS)]
+_FIGURES = [Depends(FIGURES)]
 _ADMIN = [Depends(ADMIN)]
 
 
@@ -107,7 +110,7 @@ async def health() -> Health:
     return Health(status="ok")
 
 
-@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_READERS)
+@router.get("/stats", response_model=StatsOut, responses=errors(), dependencies=_FIGURES)
 async def stats(request: Request) -> Response:
     figures = await service_of(request).stats()
     return reply(StatsOut.model_validate(dataclasses.asdict(figures)))
@@ -120,7 +123,7 @@ async def stats(request: Request) -> Response:
         200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"},
         **errors(),
     },
-    dependencies=_READERS,
+    dependencies=_FIGURES,
 )
 async def metrics(request: Request) -> Response:
     service = service_of(request)
@@ -196,22 +199,52 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
     dependencies=_WORKER,
 )
 async def lease(body: LeaseRequest, request: Request) -> Response:
-    service = service_of(request)
-    seconds = body.lease_seconds or request.app.state.settings.default_lease_seconds
-    jobs = await service.lease(
-        body.worker_id,
-        seconds,
-        body.kinds,
-        max_jobs=body.max_jobs or 1,
-        wait_seconds=body.wait_seconds,
-        queues=body.queues,
-        gone=request.is_disconnected,
-    )
+    """Without ``max_jobs`` the answer is one ``{job, token, lease_seconds}``, with it
+    ``{"leases": [...]}`` (protocol 1.0's two shapes; ``POST /leases`` has one)."""
+    jobs = await _lease(body, body.max_jobs or 1, request)
     if not jobs:
         return Response(status_code=204)
     if body.max_jobs is not None:
         return reply_json({"leases": [lease_wire(j) for j in jobs]})
     return reply_json(lease_wire(jobs[0]))
+
+
+@router.post(
+    "/leases",
+    response_model=LeaseBatchOut,
+    responses={204: {"description": "no job is available"}, **errors()},
+    dependencies=_WORKER,
+)
+async def leases(body: LeasesRequest, request: Request) -> Response:
+    """POST /lease with one answer shape: ``{"leases": [...]}`` (``max_jobs`` default 1)."""
+    jobs = await _lease(body, body.max_jobs, request)
+    if not jobs:
+        return Response(status_code=204)
+    return reply_json({"leases": [lease_wire(j) for j in jobs]})
+
+
+async def _lease(body: LeaseRequest, max_jobs: int, request: Request) -> list[Job]:
+    settings = request.app.state.settings
+    seconds = check_lease_length(body.lease_seconds, request) or settings.default_lease_seconds
+    return await service_of(request).lease(
+        body.worker_id,
+        seconds,
+        body.kinds,
+        max_jobs=max_jobs,
+        wait_seconds=body.wait_seconds,
+        queues=body.queues,
+        gone=request.is_disconnected,
+        request_id=body.request_id,
+    )
+
+
+def check_lease_length(seconds: float | None, request: Request) -> float | None:
+    """A lease shorter than the coordinator's minimum is refused: it would run out before
+    its holder could renew it."""
+    least: float = request.app.state.settings.min_lease_seconds
+    if seconds is not None and seconds < least:
+        raise InvalidRequest(f"lease_seconds must be at least {least:g}")
+    return seconds
 
 
 def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Response:
@@ -224,7 +257,7 @@ def _batch_results(ids: list[int], answers: list[Job | LeaseholdError]) -> Respo
     "/batch/renew", response_model=BatchResultOut, responses=errors(), dependencies=_WORKER
 )
 async def renew_batch(body: BatchRenewRequest, request: Request) -> Response:
-    items = [Renew(i.id, i.token, i.lease_seconds) for i in body.items]
+    items = [Renew(i.id, i.token, check_lease_length(i.lease_seconds, request)) for i in body.items]
     answers = await service_of(request).renew_many(items)
     return _batch_results([i.id for i in body.items], answers)
 
@@ -323,7 +356,8 @@ async def job_attempts(
     "/jobs/{job_id}/renew", response_model=JobOut, responses=errors(404, 409), dependencies=_WORKER
 )
 async def renew(job_id: str, body: RenewRequest, request: Request) -> Response:
-    job = await service_of(request).renew(parse_job_id(job_id), body.token, body.lease_seconds)
+    seconds = check_lease_length(body.lease_seconds, request)
+    job = await service_of(request).renew(parse_job_id(job_id), body.token, seconds)
     return reply_json(job_json(job))
 
 

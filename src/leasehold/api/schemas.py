@@ -103,6 +103,9 @@ QueueName = Annotated[
     AfterValidator(_printable),
     AfterValidator(_visible),
 ]
+LeaseRequestId = Annotated[
+    str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_printable)
+]
 Priority = Annotated[
     StrictInt,
     Field(ge=MIN_PRIORITY, le=MAX_PRIORITY, description="higher is leased first (default 0)"),
@@ -184,6 +187,19 @@ class LeaseRequest(Strict):
     ) = Field(default=None, description="lease only from these queues (default: any)")
     wait_seconds: Annotated[StrictFloat, Field(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = (
         Field(default=0.0, description="long poll: wait this long for a job before a 204")
+    )
+    request_id: LeaseRequestId | None = Field(
+        default=None,
+        description="the worker's id for this request: a retry with the same id (same"
+        " worker_id) within the window gets the same leases back, not new ones",
+    )
+
+
+class LeasesRequest(LeaseRequest):
+    """POST /leases: as POST /lease, but always answered ``{"leases": [...]}``."""
+
+    max_jobs: Annotated[StrictInt, Field(ge=1, le=MAX_JOBS_PER_LEASE)] = Field(
+        default=1, description="lease up to this many jobs at once"
     )
 
 
@@ -307,6 +323,7 @@ class JobOut(BaseModel):
 class LeaseOut(BaseModel):
     job: JobOut
     token: int
+    lease_seconds: float = Field(description="the length of the lease granted, in seconds")
 
 
 class LeaseBatchOut(BaseModel):
@@ -329,9 +346,22 @@ class ItemOutcome(StrEnum):
     NOT_FOUND = "not_found"
 
 
+class ItemVerdict(StrEnum):
+    """What the worker does with a batch item's answer (PROTOCOL.md, "Errors")."""
+
+    OK = "ok"  # applied (or an idempotent repeat): renew: keep running; report: done
+    CANCELLED = "cancelled"  # the job was cancelled: stop the handler, report nothing more
+    STALE = "stale"  # a newer lease exists: stop the handler, drop the report
+    LOST = "lost"  # the lease ran out or this lease already reported: stop, drop
+    CONFLICT = "conflict"  # a different outcome was already reported: drop
+    REJECTED = "rejected"  # the item itself was refused (too large): report a failure instead
+    NOT_FOUND = "not_found"  # no such job: drop
+
+
 class ItemResultOut(BaseModel):
     id: int
-    outcome: ItemOutcome
+    outcome: ItemOutcome = Field(description="protocol 1.0's classification, kept as it was")
+    verdict: ItemVerdict = Field(description="what the worker does (protocol 1.1)")
     error: str | None = Field(default=None, description="the error code when not ok")
     message: str | None = None
     job: JobOut | None = None

@@ -26,7 +26,7 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 
-from leasehold.api.protocol import ConnectionLimits, guarded_protocol
+from leasehold.api.connections import ConnectionLimits, guarded_protocol
 from leasehold.api.resources import DescriptorWatch, raise_open_files_limit
 from leasehold.settings import CoordinatorSettings
 from leasehold.startup import EXIT_REFUSED, EXIT_STARTUP_FAILED, describe_database

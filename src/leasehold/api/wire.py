@@ -18,7 +18,15 @@ from typing import Any
 from fastapi import Response
 
 from leasehold.core.answer import encode, job_json, job_wire
-from leasehold.errors import JobNotFound, LeaseholdError, StaleToken
+from leasehold.errors import (
+    InvalidRequest,
+    JobCancelled,
+    JobNotFound,
+    LeaseExpired,
+    LeaseholdError,
+    PayloadTooLarge,
+    StaleToken,
+)
 from leasehold.model import Job
 
 __all__ = ["item_result_wire", "job_json", "job_wire", "lease_wire", "reply_json"]
@@ -32,7 +40,25 @@ def reply_json(data: Any, status_code: int = 200) -> Response:
 
 def lease_wire(job: Job) -> dict[str, Any]:
     """``schemas.LeaseOut``."""
-    return {"job": job_json(job), "token": job.lease_token}
+    return {"job": job_json(job), "token": job.lease_token, "lease_seconds": job.lease_seconds}
+
+
+# A batch item's verdict by the error it got, most specific first (PROTOCOL.md, "Errors").
+_VERDICTS: tuple[tuple[type[LeaseholdError], str], ...] = (
+    (JobNotFound, "not_found"),
+    (StaleToken, "stale"),
+    (JobCancelled, "cancelled"),
+    (LeaseExpired, "lost"),  # NotRunning included
+    (PayloadTooLarge, "rejected"),
+    (InvalidRequest, "rejected"),
+)
+
+
+def verdict_of(error: LeaseholdError) -> str:
+    for cls, verdict in _VERDICTS:
+        if isinstance(error, cls):
+            return verdict
+    return "conflict"
 
 
 def item_result_wire(job_id: int, answer: Job | LeaseholdError) -> dict[str, Any]:
@@ -41,6 +67,7 @@ def item_result_wire(job_id: int, answer: Job | LeaseholdError) -> dict[str, Any
         return {
             "id": job_id,
             "outcome": "ok",
+            "verdict": "ok",
             "error": None,
             "message": None,
             "job": job_json(answer),
@@ -55,6 +82,7 @@ def item_result_wire(job_id: int, answer: Job | LeaseholdError) -> dict[str, Any
     return {
         "id": job_id,
         "outcome": outcome,
+        "verdict": verdict_of(answer),
         "error": answer.code,
         "message": answer.message,
         "job": None,

@@ -28,6 +28,7 @@ from leasehold.client._items import (
     FailItem,
     ItemOutcome,
     ItemResult,
+    ItemVerdict,
     RenewItem,
 )
 from leasehold.client._new import MAX_BATCH, NewJob
@@ -43,6 +44,7 @@ __all__ = [
     "FailItem",
     "ItemOutcome",
     "ItemResult",
+    "ItemVerdict",
     "JobPage",
     "Lease",
     "NewJob",

@@ -6,6 +6,7 @@ import builtins
 import functools
 import os
 import random
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -165,6 +166,7 @@ class Client:
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
         max_jobs: None = None,
+        request_id: str | None = None,
     ) -> Lease | None: ...
 
     @overload
@@ -177,6 +179,7 @@ class Client:
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
         max_jobs: int,
+        request_id: str | None = None,
     ) -> list[Lease]: ...
 
     async def lease(
@@ -188,6 +191,7 @@ class Client:
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
         max_jobs: int | None = None,
+        request_id: str | None = None,
     ) -> Lease | list[Lease] | None:
         """Lease the next due job, waiting up to ``wait_seconds`` for one; None if none came.
 
@@ -196,8 +200,10 @@ class Client:
         one; ask only for as many as you will start at once, since every lease runs from
         when it is granted.
 
-        A retried lease whose first answer was lost leaves those jobs leased to nobody until
-        their lease expires and the coordinator takes them back: delayed, never lost.
+        Every lease carries a request id (``request_id``, or a fresh one), and a retry
+        after a lost answer sends the same one, so it gets the leases the lost answer
+        carried instead of new ones (PROTOCOL.md, "Lease idempotency"). A coordinator
+        older than protocol 1.1 refuses the field; the client then leases without it.
         """
         body = drop_none(
             worker_id=worker_id,
@@ -207,8 +213,18 @@ class Client:
             wait_seconds=wait_seconds,
             max_jobs=max_jobs,
         )
+        if self._transport.lease_ids:
+            body["request_id"] = request_id or f"lease-{uuid.uuid4()}"
         timeout = wait_seconds + self._transport.timeout_seconds
-        data = await self._call("POST", "/lease", body, timeout_seconds=timeout)
+        try:
+            data = await self._call("POST", "/lease", body, timeout_seconds=timeout)
+        except InvalidRequest:
+            if "request_id" not in body:
+                raise
+            # Protocol 1.0 refuses unknown fields: lease as it would have, from now on.
+            self._transport.lease_ids = False
+            del body["request_id"]
+            data = await self._call("POST", "/lease", body, timeout_seconds=timeout)
         if max_jobs is not None:
             leases = [] if data is None else data["leases"]
             return [Lease(parse_job(item["job"]), int(item["token"])) for item in leases]

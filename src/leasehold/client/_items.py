@@ -62,6 +62,27 @@ class ItemOutcome(StrEnum):
     NOT_FOUND = "not_found"
 
 
+class ItemVerdict(StrEnum):
+    """What the worker does with the item's answer (protocol 1.1; PROTOCOL.md)."""
+
+    OK = "ok"  # applied: renew: keep running; report: done
+    CANCELLED = "cancelled"  # stop the handler; nothing of it is recorded
+    STALE = "stale"  # a newer lease exists: stop, drop the report
+    LOST = "lost"  # the lease ran out, or this lease already reported: stop, drop
+    CONFLICT = "conflict"  # a different outcome was already reported: drop
+    REJECTED = "rejected"  # the item itself was refused (too large): report a failure
+    NOT_FOUND = "not_found"  # no such job: drop
+
+
+# Protocol 1.0 answers carry no verdict: derived from the outcome as 1.0 documented it.
+_VERDICT_OF_OUTCOME = {
+    "ok": ItemVerdict.OK,
+    "stale": ItemVerdict.STALE,
+    "conflict": ItemVerdict.CONFLICT,
+    "not_found": ItemVerdict.NOT_FOUND,
+}
+
+
 class ItemResult:
     """The answer to one item of a batch report: ``job`` when ok, ``error`` otherwise.
 
@@ -69,7 +90,7 @@ class ItemResult:
     know that its report was accepted does not pay for it.
     """
 
-    __slots__ = ("_data", "_job", "error", "job_id", "outcome")
+    __slots__ = ("_data", "_job", "error", "job_id", "outcome", "verdict")
 
     def __init__(
         self,
@@ -79,9 +100,11 @@ class ItemResult:
         job: Job | None = None,
         error: LeaseholdError | None = None,
         data: Any = None,
+        verdict: ItemVerdict | None = None,
     ) -> None:
         self.job_id = job_id
         self.outcome = outcome
+        self.verdict = verdict or _VERDICT_OF_OUTCOME[outcome]
         self.error = error
         self._job = job
         self._data = data
@@ -129,10 +152,19 @@ def parse_results(data: Any, sent: int) -> list[ItemResult]:
 
 def _parse_result(data: Any) -> ItemResult:
     job_id, outcome = int(data["id"]), ItemOutcome(data["outcome"])
+    verdict = _verdict(data.get("verdict"))
     if outcome is ItemOutcome.OK:
         if not isinstance(data["job"], dict):
             raise ValueError("an ok item without its job")
-        return ItemResult(job_id, outcome, data=data["job"])
+        return ItemResult(job_id, outcome, data=data["job"], verdict=verdict)
     message = str(data.get("message") or outcome)
     error = error_from_code(data.get("error"), message, _FALLBACK[outcome])
-    return ItemResult(job_id, outcome, error=error)
+    return ItemResult(job_id, outcome, error=error, verdict=verdict)
+
+
+def _verdict(raw: Any) -> ItemVerdict | None:
+    # A verdict newer than this client is read as the outcome would be.
+    try:
+        return ItemVerdict(raw) if raw is not None else None
+    except ValueError:
+        return None

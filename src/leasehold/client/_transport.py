@@ -25,6 +25,9 @@ class Transport:
             self.headers["Authorization"] = f"Bearer {token}"
         self.timeout_seconds = timeout_seconds
         self.max_connections = max_connections
+        # Whether leases carry a request id: False once a coordinator older than protocol
+        # 1.1 refused the field (shared by a client and its views: one coordinator).
+        self.lease_ids = True
         self._session: aiohttp.ClientSession | None = None
 
     def session(self) -> aiohttp.ClientSession:
@@ -50,8 +53,8 @@ class Transport:
     ) -> Any:
         """One HTTP exchange: the parsed JSON answer (None for an empty one), or an error."""
         if body is not None or method != "GET":
-            # Declared on bodyless changes too: a coordinator may require it of every
-            # state-changing request (a browser cannot send it cross-origin unasked).
+            # Also without a body: the coordinator refuses a state-changing request that
+            # does not declare JSON (what a cross-site HTML form cannot do).
             headers = {**headers, "Content-Type": "application/json"}
         try:
             async with self.session().request(

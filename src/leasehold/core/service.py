@@ -16,6 +16,7 @@ import structlog
 
 from leasehold.core import answer
 from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.duetimer import DueTimer
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
@@ -27,7 +28,7 @@ from leasehold.core.transitions import (
     decide_renew,
     decide_requeue,
     decide_run_now,
-    request_fingerprint,
+    normalized_fingerprints,
 )
 from leasehold.core.workers import LIVE_SECONDS
 from leasehold.errors import (
@@ -54,8 +55,8 @@ from leasehold.store.base import (
 log = structlog.get_logger("leasehold")
 
 DEFAULT_MAX_ATTEMPTS = 5
-# While a long poll waits, it also looks again this often, for jobs whose run_after passes.
-_POLL_RECHECK_SECONDS = 0.5
+# Long polls waiting at once, at most; beyond, a poll answers after one look (DESIGN.md §9).
+DEFAULT_MAX_WAITING_POLLS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,24 +73,27 @@ class Enqueue:
     timeout_seconds: float | None = None
 
     def new_job(self) -> NewJob:
+        canonical, earlier = normalized_fingerprints(
+            self.kind,
+            self.payload,
+            self.max_attempts,
+            self.run_after,
+            self.priority,
+            self.queue,
+            default_max_attempts=DEFAULT_MAX_ATTEMPTS,
+            timeout_seconds=self.timeout_seconds,
+        )
         return NewJob(
             kind=self.kind,
             payload=self.payload,
             max_attempts=self.max_attempts or DEFAULT_MAX_ATTEMPTS,
             run_after=self.run_after,
             idempotency_key=self.idempotency_key,
-            request_hash=request_fingerprint(
-                self.kind,
-                self.payload,
-                self.max_attempts,
-                self.run_after,
-                self.priority,
-                self.queue,
-                self.timeout_seconds,
-            ),
+            request_hash=canonical,
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
             timeout_seconds=self.timeout_seconds,
+            also_matches=earlier,
         )
 
 
@@ -143,6 +147,10 @@ class Wakeup:
 
     def __init__(self) -> None:
         self._waiters: collections.deque[Waiter] = collections.deque()
+        self.on_register: Callable[[], None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._waiters)
 
     def notify(self, n: int | None = None) -> None:
         left = len(self._waiters) if n is None else n
@@ -151,6 +159,19 @@ class Wakeup:
             if not waiter.future.done():
                 waiter.future.set_result(None)
                 left -= 1
+
+    def notify_matching(self, kind: str, queue: str) -> None:
+        """Wake the longest-waiting lessee that would lease a job of this kind and queue."""
+        for waiter in self._waiters:
+            request = waiter.request
+            if waiter.future.done() or not waiter.waiting:
+                continue
+            if (request.kinds is None or kind in request.kinds) and (
+                request.queues is None or queue in request.queues
+            ):
+                self._waiters.remove(waiter)
+                waiter.future.set_result(None)
+                return
 
     def claim(self, due: Sequence[NewJob]) -> list[Waiter]:
         """Waiting lessees that would lease some of these jobs (kind and queue), longest
@@ -187,6 +208,8 @@ class Wakeup:
         while the lessee is still looking is not lost."""
         waiter = Waiter(request, asyncio.get_running_loop().create_future(), gone)
         self._waiters.append(waiter)
+        if self.on_register is not None:
+            self.on_register()
         return waiter
 
     def forget(self, waiter: Waiter) -> None:
@@ -225,17 +248,40 @@ class JobService:
         backoff: BackoffPolicy | None = None,
         rng: random.Random | None = None,
         max_payload_bytes: int | None = None,
+        max_waiting_polls: int = DEFAULT_MAX_WAITING_POLLS,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
         self.rng = rng or random.Random()
         self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
+        self.max_waiting_polls = max_waiting_polls
+        self.due = DueTimer(
+            store.job_next_run_after, store.now, self.wakeup.notify, self.wakeup.__len__
+        )
+        self.wakeup.on_register = self._start_due_timer
+        self._due_task: asyncio.Task[None] | None = None
         self.metrics = Metrics()
         self.stopping = False
         # Queues known to be paused (kept by core.operations): their jobs wake no lessee.
         self.paused: frozenset[str] = frozenset()
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
+
+    def _start_due_timer(self) -> None:
+        """The timer runs while polls wait; its task is made by the first of them."""
+        if self._due_task is None or self._due_task.done():
+            self._due_task = asyncio.get_running_loop().create_task(
+                self.due.run(), name="leasehold-due-timer"
+            )
+        self.due.poll_registered()
+
+    async def close(self) -> None:
+        """Stop the due timer's task (the coordinator is shutting down)."""
+        if self._due_task is not None:
+            self._due_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._due_task
+            self._due_task = None
 
     def stop_waiting(self) -> None:
         """The coordinator is shutting down: long polls answer now (with whatever they
@@ -287,6 +333,7 @@ class JobService:
         created = [i.job for i in inserted if i.created]
         leasable = sum(job.queue not in self.paused for job in created)
         self.wakeup.notify(max(0, leasable - handed))
+        self.due.arm(min((j.run_after for j in created), default=None))
         for job in created:
             # Debug, as job.leased: per job per step, they would double a busy coordinator's
             # logging; the attempt history keeps who leased what and when.
@@ -316,11 +363,14 @@ class JobService:
         wait_seconds: float = 0.0,
         queues: Sequence[str] | None = None,
         gone: Callable[[], Awaitable[bool]] | None = None,
+        request_id: str | None = None,
     ) -> list[Job]:
         """Lease up to ``max_jobs`` jobs, waiting up to ``wait_seconds`` for the first.
 
         ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
         long poll asks it before each new look, so that no job is leased to nobody.
+        ``request_id``: a retry of a request with this id (same worker) gets the leases
+        the first one made instead of new ones (store.base.LeaseRequest).
         """
         request = LeaseRequest(
             worker_id,
@@ -329,8 +379,14 @@ class JobService:
             max_jobs,
             tuple(queues) if queues is not None else None,
             seal=answer.seal,
+            request_id=request_id,
         )
         loop = asyncio.get_running_loop()
+        if wait_seconds > 0 and len(self.wakeup) >= self.max_waiting_polls:
+            # Each waiting poll holds a connection and a place in the wake-up queue; past
+            # the cap it gets one look, like a poll that does not wait.
+            log.debug("lease.waiters_full", worker_id=worker_id, waiting=len(self.wakeup))
+            wait_seconds = 0.0
         deadline = loop.time() + wait_seconds
         waiting = False
         while True:
@@ -343,12 +399,13 @@ class JobService:
                 if not waiting:
                     waiting = True
                     log.debug("lease.waiting", worker_id=worker_id, wait_seconds=wait_seconds)
-                handed = await self.wakeup.wait(waiter, min(remaining, _POLL_RECHECK_SECONDS))
+                # No timer of its own: an event, or the coordinator's due timer, wakes it.
+                handed = await self.wakeup.wait(waiter, remaining)
                 if handed:
                     jobs = handed
                     break
-                if gone is not None and await gone():
-                    jobs = []
+                if (gone is not None and await gone()) or not waiter.future.done():
+                    jobs = []  # hung up, or its time ran out with nothing waking it
                     break
             finally:
                 if waiter is not None:
@@ -460,6 +517,7 @@ class JobService:
     async def limit_put(self, kind: str, max_running: int) -> KindLimit:
         limit = await self.store.limit_put(kind, max_running)
         log.info("limit.set", kind=kind, max_running=max_running)
+        self.wakeup.notify()  # a raised limit lets jobs held back by it be leased now
         return limit
 
     async def limit_delete(self, kind: str) -> None:
@@ -480,6 +538,7 @@ class JobService:
             if outcome is not None and outcome.changed:
                 moved += 1
                 self.metrics.decided(outcome)
+                self.due.arm(outcome.job.run_after)
         self.wakeup.notify(moved)
         log.info("jobs.requeued", count=moved)
         return moved
@@ -496,6 +555,8 @@ class JobService:
         for outcome in reaped:
             _log_outcome(outcome, outcome.job.lease_token)
             self.metrics.decided(outcome)
+            self._arm_if_queued(outcome)
+        # An expiry also frees its kind's room under a concurrency limit.
         self.wakeup.notify(len(reaped))
         return len(reaped)
 
@@ -520,8 +581,17 @@ class JobService:
             answers.append(outcome.error or outcome.job)
             # A retry still in its backoff wakes a lessee for nothing; that costs one read.
             available += outcome.changed and outcome.job.status is JobStatus.QUEUED
+            if outcome.changed and outcome.attempt is not None:
+                # An attempt that ended frees room under its kind's concurrency limit, if
+                # it has one: a lessee of that kind looks again.
+                self.wakeup.notify_matching(outcome.job.kind, outcome.job.queue)
+            self._arm_if_queued(outcome)
         self.wakeup.notify(available)
         return answers
+
+    def _arm_if_queued(self, outcome: Outcome) -> None:
+        if outcome.changed and outcome.job.status is JobStatus.QUEUED:
+            self.due.arm(outcome.job.run_after)
 
 
 def _raise_or_job(answers: list[Job | LeaseholdError]) -> Job:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import orjson
 
@@ -22,10 +22,11 @@ from leasehold.errors import (
     JobCancelled,
     LeaseExpired,
     LeaseholdError,
+    NotRunning,
     ReportConflict,
     StaleToken,
 )
-from leasehold.model import JSON, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import DEFAULT_QUEUE, JSON, AttemptOutcome, Job, JobStatus, Report
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +83,13 @@ def decide_renew(job: Job, token: int, lease_seconds: float | None, now: datetim
         return _rejected(job, stale, "stale_token")
     if job.cancel_requested or job.status is JobStatus.CANCELLED:
         return _rejected(job, JobCancelled(f"job {job.id} was cancelled: stop working on it"))
-    if job.status is not JobStatus.RUNNING or job.report is not None:
-        return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+    if job.report is not None:
+        return _rejected(
+            job, NotRunning(f"job {job.id} was already {job.report} under token {token}")
+        )
+    if job.status is not JobStatus.RUNNING:
+        # The reaper took the job back (queued or dead) after the lease ran out.
+        return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     if is_expired(job, now):
         return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     seconds = lease_seconds if lease_seconds is not None else job.lease_seconds or 0.0
@@ -207,7 +213,9 @@ def decide_release(job: Job, token: int, now: datetime) -> Outcome:
     if verdict:
         return verdict
     if job.status is not JobStatus.RUNNING:
-        return _rejected(job, LeaseExpired(f"job {job.id} is {job.status}, not running"))
+        # Nothing reported under this token, yet not running: the lease ran out and the
+        # reaper put the job back (queued, or dead on its last attempt).
+        return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     releases = job.releases + 1
     free = releases <= FREE_RELEASES
     if not free and job.attempts >= job.max_attempts:
@@ -384,3 +392,36 @@ def request_fingerprint(
     if timeout_seconds is not None:  # likewise added only when given
         given += [{"timeout_seconds": timeout_seconds}]
     return hashlib.sha256(orjson.dumps(given, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def normalized_fingerprints(
+    kind: str,
+    payload: JSON,
+    max_attempts: int | None,
+    run_after: datetime | None,
+    priority: int | None,
+    queue: str | None,
+    *,
+    default_max_attempts: int,
+    timeout_seconds: float | None = None,
+) -> tuple[str, tuple[str, ...]]:
+    """The fingerprint of an enqueue request with its defaults filled in, so a retry that
+    spells out a default (``priority: 0``) is the same request as one that leaves it out;
+    and the fingerprint as given, which keys stored by earlier releases carry.
+
+    Normalizing means leaving out what equals its default (so a request that names no
+    option hashes as it always did) and writing ``run_after`` in UTC.
+    """
+    canonical = request_fingerprint(
+        kind,
+        payload,
+        None if max_attempts == default_max_attempts else max_attempts,
+        run_after.astimezone(UTC) if run_after is not None else None,
+        None if priority == 0 else priority,
+        None if queue == DEFAULT_QUEUE else queue,
+        timeout_seconds,
+    )
+    as_given = request_fingerprint(
+        kind, payload, max_attempts, run_after, priority, queue, timeout_seconds
+    )
+    return canonical, (() if as_given == canonical else (as_given,))

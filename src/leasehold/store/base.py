@@ -37,6 +37,13 @@ class NewJob:
     priority: int = 0
     queue: str = DEFAULT_QUEUE
     timeout_seconds: float | None = None
+    # Fingerprints an earlier release computed for this same request (as given, before
+    # defaults were filled in): a key stored then still matches its retry now.
+    also_matches: tuple[str, ...] = ()
+
+    def matches(self, stored_hash: str | None) -> bool:
+        """Whether a job stored under this request's key was enqueued by the same request."""
+        return stored_hash == self.request_hash or stored_hash in self.also_matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +71,13 @@ class LeaseRequest:
     # Called with the leased jobs before the lease commits; if it raises, the lease is
     # rolled back and the error raised: no job is leased that its answer cannot carry.
     seal: Callable[[Sequence[Job]], None] | None = field(default=None, compare=False)
+    # The worker's id for this request: a retry with the same (worker_id, request_id)
+    # within LEASE_REQUEST_WINDOW_SECONDS gets the leases the first one made, not new ones.
+    request_id: str | None = None
+
+
+# How long a lease request id is remembered (PROTOCOL.md, "Lease idempotency").
+LEASE_REQUEST_WINDOW_SECONDS = 300.0
 
 
 def lease_order(job: Job) -> tuple[int, datetime, int]:
@@ -199,6 +213,11 @@ class Store(Protocol):
         Each leased job gets a new lease token (``next_lease_token``), attempts + 1,
         status running, the lease's owner and expiry, and a new attempt record; all in one
         statement per job set. ``request.seal`` is called before the commit.
+
+        With a ``request_id`` seen from the same worker within the window, nothing new is
+        leased: the answer is the jobs that request got that are still running under the
+        tokens it got (possibly none; ``seal`` is called on them too). Otherwise the jobs
+        leased are recorded under the id, in the same transaction.
         """
         ...
 
@@ -212,6 +231,11 @@ class Store(Protocol):
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         """Running jobs whose lease has run out, oldest expiry first."""
+        ...
+
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        """The earliest run_after later than ``after`` among queued jobs: when the next job
+        becomes due as time passes (None: none will). Found without stepping over jobs."""
         ...
 
     async def job_list(self, query: JobFilter) -> list[Job]:

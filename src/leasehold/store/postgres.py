@@ -28,6 +28,7 @@ from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_ops as ops
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched
@@ -428,7 +429,7 @@ class PostgresStore:
                 f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = $1", new.idempotency_key
             )
         )
-        if compare and existing.request_hash != new.request_hash:
+        if compare and not new.matches(existing.request_hash):
             # The key itself is not quoted: it is client input (DESIGN.md §10).
             raise IdempotencyConflict(
                 f"the idempotency key was used for job {existing.id} with a different request"
@@ -461,13 +462,27 @@ class PostgresStore:
         args: list[object] = [request.worker_id, request.lease_seconds, request.max_jobs]
         args += [a for a in (kinds, queues) if a is not None]
         async with self._connection() as conn, conn.transaction():
-            rows = await conn.fetch(sql, *args)
-            if rows[0]["limited"]:
-                rows = await self._lease_capped(conn, request, kinds, queues)
-            jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+            replayed = await self._replayed(conn, request)
+            if replayed is not None:
+                jobs = replayed
+            else:
+                rows = await conn.fetch(sql, *args)
+                if rows[0]["limited"]:
+                    rows = await self._lease_capped(conn, request, kinds, queues)
+                jobs = sorted((_job(r) for r in rows if r["id"] is not None), key=lease_order)
+                if request.request_id is not None:
+                    await lease_ids.remember(conn, request, jobs)
             if request.seal is not None:
                 request.seal(jobs)  # raising rolls the lease back
         return jobs
+
+    @staticmethod
+    async def _replayed(conn: asyncpg.Connection, request: LeaseRequest) -> list[Job] | None:
+        """The leases a request with this id made before (PROTOCOL.md §5), or None."""
+        if request.request_id is None:
+            return None
+        rows = await lease_ids.replay(conn, request, _COLUMNS)
+        return None if rows is None else sorted((_job(r) for r in rows), key=lease_order)
 
     async def _lease_capped(
         self,
@@ -553,6 +568,11 @@ class PostgresStore:
             if any(o and o.changed and o.job.status is JobStatus.QUEUED for o in outcomes):
                 await conn.execute(_NOTIFY)
             return outcomes
+
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        async with self._connection() as conn:
+            earliest: datetime | None = await conn.fetchval(pick.NEXT_RUN_AFTER, after)
+        return earliest
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         async with self._connection() as conn:

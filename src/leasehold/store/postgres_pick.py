@@ -94,7 +94,7 @@ def lease_sql(*, kinds: bool, queues: bool, capped: bool) -> str:
 def _pick(kinds: bool, queues: bool, capped: bool, n_kinds: str, n_caps: str, n_q: str) -> str:
     due = f"status = 'queued' AND run_after <= {_NOW} AND NOT (SELECT limited FROM lim)"
     if not kinds and not queues:
-        return f"SELECT id FROM jobs WHERE {due} {_ORDER} LIMIT $3 FOR UPDATE SKIP LOCKED"
+        return _plain_pick(due)
     ranges, match = [], []
     if kinds:
         if capped:
@@ -119,6 +119,27 @@ def _pick(kinds: bool, queues: bool, capped: bool, n_kinds: str, n_caps: str, n_
         f" (PARTITION BY h.kind {_ORDER}) AS nth FROM ({heads}) AS h"
         f" JOIN unnest({n_kinds}::text[], {n_caps}::int[]) AS c(kind, cap) ON c.kind = h.kind"
         f") AS ranked WHERE nth <= cap {_ORDER} LIMIT $3"
+    )
+
+
+def _plain_pick(due: str) -> str:
+    """The due jobs of highest priority, a priority level at a time.
+
+    Priority leads the index, so ``run_after <= now`` cannot bound one scan of it: a level
+    full of jobs not yet due would be stepped over row by row. Instead the levels are walked
+    by a loose index scan (one probe each, highest first) and each level's due jobs are one
+    seek, as run_after orders them within it. PostgreSQL evaluates a recursive CTE only as
+    far as its reader fetches, so the walk stops once ``$3`` jobs are found.
+    """
+    return (
+        "WITH RECURSIVE p(priority) AS ("
+        " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
+        " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
+        " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+        " FROM p WHERE p.priority IS NOT NULL"
+        ") SELECT head.id FROM p CROSS JOIN LATERAL ("
+        f" SELECT id FROM jobs WHERE {due} AND priority = p.priority"
+        f" {_ORDER} LIMIT $3 FOR UPDATE SKIP LOCKED) AS head LIMIT $3"
     )
 
 
@@ -151,6 +172,17 @@ OLDEST_AVAILABLE: Final = (
     " FROM p WHERE p.priority IS NOT NULL"
     ") SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
     " AND priority = p.priority ORDER BY priority DESC, run_after LIMIT 1))"
+    " FROM p WHERE p.priority IS NOT NULL"
+)
+NEXT_RUN_AFTER: Final = (
+    # The earliest future run_after of each priority level (a loose index scan over jobs_pick).
+    "WITH RECURSIVE p(priority) AS ("
+    " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
+    " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
+    " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+    " FROM p WHERE p.priority IS NOT NULL"
+    ") SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
+    " AND priority = p.priority AND run_after > $1 ORDER BY priority DESC, run_after LIMIT 1))"
     " FROM p WHERE p.priority IS NOT NULL"
 )
 QUEUED_QUEUES: Final = (

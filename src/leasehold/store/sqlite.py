@@ -27,6 +27,7 @@ from leasehold.core.schedule import Schedule, ScheduleSpec
 from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
 from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.store import sqlite_lease_ids as lease_ids
 from leasehold.store import sqlite_ops as ops
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
@@ -49,7 +50,8 @@ from leasehold.store.base import (
 )
 from leasehold.store.migrations import migrations
 from leasehold.store.ops import DeleteFilter, QueuesSnapshot, WorkerBeat, WorkerSeen
-from leasehold.store.sqlite_pick import PLAIN, oldest_available, pick
+from leasehold.store.sqlite_pick import next_run_after, oldest_available, pick
+from leasehold.store.sqlite_read import Readers
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
@@ -72,6 +74,13 @@ _GUARDED_WRITE: Final = (
     " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
+# The index that serves a job list, by (status given, kind given).
+_LIST_INDEXES: Final = {
+    (False, False): "",
+    (True, False): "INDEXED BY jobs_status",
+    (False, True): "INDEXED BY jobs_kind",
+    (True, True): "INDEXED BY jobs_kind_status",
+}
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -203,6 +212,7 @@ class SqliteStore:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tokens = _TokenCounter()
+        self._readers: Readers | None = None
 
     # -- the writer thread ------------------------------------------------------------
 
@@ -214,8 +224,13 @@ class SqliteStore:
         )
         self._thread.start()
         await ready
+        if self._path not in ("", ":memory:") and not self._path.startswith("file:"):
+            self._readers = Readers(self._path)  # after the writer has migrated the file
 
     async def close(self) -> None:
+        if self._readers is not None:
+            await asyncio.to_thread(self._readers.close)
+            self._readers = None
         if self._thread is None:
             return
         self._queue.put(_STOP)
@@ -310,6 +325,13 @@ class SqliteStore:
             return [(future, None, failure) for _, future in batch]
         return answers
 
+    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """A read: on a reader connection, off the writer thread (an in-memory database
+        has no other connection to read it from)."""
+        if self._readers is None:
+            return await self._call(op)
+        return await self._readers.read(op)
+
     async def _call(self, op: Callable[[sqlite3.Connection], T]) -> T:
         (future,) = self._submit([op])
         result: T = await future
@@ -354,7 +376,7 @@ class SqliteStore:
                 fresh.append(new)
                 continue
             seen = known[key] if key in known else fresh[pending[key]]
-            if compare and seen.request_hash != new.request_hash:
+            if compare and not new.matches(seen.request_hash):
                 # The key itself is not quoted: it is client input (DESIGN.md §10).
                 used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
                 raise IdempotencyConflict(
@@ -459,22 +481,28 @@ class SqliteStore:
 
     def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
         now = self._clock.now().timestamp()
+        if request.request_id is not None:
+            replayed = lease_ids.replay(conn, request, now, _COLUMNS, _job)
+            if replayed is not None:
+                held = sorted(replayed, key=lease_order)
+                if request.seal is not None:
+                    request.seal(held)
+                return held
         ids = pick(conn, request, now)
-        if ids == []:
+        if not ids:
             return []
         # The ids as one parameter, so the statement text never changes: SQLite then
         # reuses its compiled form (compiling it anew costs more than running it).
-        chosen = PLAIN if ids is None else "SELECT value FROM json_each(:ids)"
         # Tokens are coordinator-wide: every lease's is above every token issued before.
         (self._tokens.last,) = conn.execute("SELECT last FROM lease_tokens").fetchone()
         rows = conn.execute(
             "UPDATE jobs SET status = 'running', lease_token = next_lease_token(),"
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
-            f" WHERE id IN ({chosen}) AND status = 'queued' RETURNING {_COLUMNS}",
+            " WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'queued'"
+            f" RETURNING {_COLUMNS}",
             {
                 "ids": orjson.dumps(ids).decode(),
-                "n": request.max_jobs,
                 "now": now,
                 "owner": request.worker_id,
                 "expires": now + request.lease_seconds,
@@ -494,6 +522,8 @@ class SqliteStore:
             # Wait: from when the job became available to now.
             tally.add("leased", job.kind, max(0.0, now - job.run_after.timestamp()))
         tally.write(conn)
+        if request.request_id is not None:
+            lease_ids.remember(conn, request, jobs, now)
         if request.seal is not None:
             request.seal(jobs)  # raising rolls this lease back (its savepoint)
         return jobs
@@ -503,7 +533,7 @@ class SqliteStore:
             row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
             return _job(row) if row is not None else None
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
         return await self._call(lambda conn: self._decide(conn, items))
@@ -574,11 +604,17 @@ class SqliteStore:
 
         return await self._call(op)
 
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        return await self._read(lambda conn: _dt(next_run_after(conn, after.timestamp())))
+
     async def job_list(self, query: JobFilter) -> list[Job]:
         where, params = ops.list_where(query)
         order = "DESC" if query.descending else ""
-        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY id {order} LIMIT ?"
-        return await self._call(
+        # Named, because without ANALYZE statistics SQLite may walk the primary key in id
+        # order and filter every row; each filter has an index ending in id.
+        index = _LIST_INDEXES[query.status is not None, query.kind is not None]
+        sql = f"SELECT {_COLUMNS} FROM jobs {index} WHERE {where} ORDER BY id {order} LIMIT ?"
+        return await self._read(
             lambda conn: [_job(r) for r in conn.execute(sql, [*params, query.limit])]
         )
 
@@ -592,7 +628,7 @@ class SqliteStore:
             where.append("instr(last_error, ?) > 0")
             params.append(query.error_contains)
         sql = f"SELECT id FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
-        return await self._call(
+        return await self._read(
             lambda conn: [i for (i,) in conn.execute(sql, [*params, query.limit])]
         )
 
@@ -618,7 +654,7 @@ class SqliteStore:
                 for r in rows
             ]
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def ping(self) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -636,7 +672,7 @@ class SqliteStore:
                 counts[JobStatus(status)] = n
             return counts
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def stats(self, windows: Sequence[int]) -> StatsSnapshot:
         def op(conn: sqlite3.Connection) -> StatsSnapshot:
@@ -675,7 +711,7 @@ class SqliteStore:
                 queued_pairs,
             )
 
-        return await self._call(op)
+        return await self._read(op)
 
     async def prune(self, keep_seconds: int) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -689,7 +725,7 @@ class SqliteStore:
             rows = conn.execute("SELECT name, kind, value FROM counters")
             return {(name, kind): value for name, kind, value in rows}
 
-        return await self._call(op)
+        return await self._read(op)
 
     # -- schedules and limits -----------------------------------------------------------
 
@@ -699,10 +735,10 @@ class SqliteStore:
         )
 
     async def schedule_get(self, name: str) -> Schedule | None:
-        return await self._call(lambda conn: sched.schedule_get(conn, name))
+        return await self._read(lambda conn: sched.schedule_get(conn, name))
 
     async def schedule_list(self) -> list[Schedule]:
-        return await self._call(sched.schedule_list)
+        return await self._read(sched.schedule_list)
 
     async def schedule_delete(self, name: str) -> bool:
         return await self._call(lambda conn: sched.schedule_delete(conn, name))
@@ -728,7 +764,7 @@ class SqliteStore:
         return await self._call(lambda conn: sched.limit_delete(conn, kind))
 
     async def limit_list(self) -> list[KindLimit]:
-        return await self._call(sched.limit_list)
+        return await self._read(sched.limit_list)
 
     # -- operations: deleting, paused queues, workers (sqlite_ops.py) -------------------
 

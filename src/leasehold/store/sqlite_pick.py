@@ -29,17 +29,8 @@ MAX_KINDS_SCANNED: Final = 10_000
 Head = tuple[int, float, int, str]  # (priority, run_after, id, kind)
 
 
-# The plain lease (nothing narrows it, no limit applies) picks inside its UPDATE: one
-# statement, as before limits and queues existed.
-PLAIN: Final = (
-    "SELECT id FROM jobs INDEXED BY jobs_pick WHERE status = 'queued'"
-    f" AND run_after <= :now {_ORDER} LIMIT :n"
-)
-
-
-def pick(conn: sqlite3.Connection, request: LeaseRequest, now: float) -> list[int] | None:
-    """Ids of up to ``max_jobs`` jobs to lease, in lease order; None for a plain lease,
-    whose caller picks with ``PLAIN`` in the same statement as its UPDATE.
+def pick(conn: sqlite3.Connection, request: LeaseRequest, now: float) -> list[int]:
+    """Ids of up to ``max_jobs`` jobs to lease, in lease order.
 
     A paused queue is left out by narrowing the lease to the queues that are not paused
     (read in this transaction: a pause that has committed is always seen)."""
@@ -60,8 +51,6 @@ def pick(conn: sqlite3.Connection, request: LeaseRequest, now: float) -> list[in
         if not kinds:
             return []
         return _merge(_heads(conn, request, now, kinds, room), request.max_jobs, room)
-    if kinds is None and request.queues is None:
-        return None
     return _merge(_heads(conn, request, now, kinds, {}), request.max_jobs, {})
 
 
@@ -124,11 +113,39 @@ def _heads(
         index = "jobs_pick" + ("_queue" if queue is not None else "")
         index += "_kind" if kind is not None else ""
         limit = min(n, room.get(kind, n)) if kind is not None else n
+        heads += _due_heads(conn, index, " AND ".join(where), params, now, limit)
+    return heads
+
+
+def _due_heads(
+    conn: sqlite3.Connection,
+    index: str,
+    where: str,
+    params: list[str],
+    now: float,
+    limit: int,
+) -> list[Head]:
+    """The first ``limit`` due jobs of one index range, a priority level at a time.
+
+    Within a level the index is ordered by run_after, so its due jobs are one contiguous
+    range that a seek finds; the levels are walked by a loose index scan (one probe each).
+    Jobs not yet due are thus never stepped over one by one, however many a level holds:
+    a lease costs a probe per distinct priority above its jobs (at most 2,001 values).
+    """
+    heads: list[Head] = []
+    level = conn.execute(
+        f"SELECT max(priority) FROM jobs INDEXED BY {index} WHERE {where}", params
+    ).fetchone()[0]
+    while level is not None and len(heads) < limit:
         heads += conn.execute(
             f"SELECT priority, run_after, id, kind FROM jobs INDEXED BY {index}"
-            f" WHERE {' AND '.join(where)} AND run_after <= ? {_ORDER} LIMIT ?",
-            (*params, now, limit),
+            f" WHERE {where} AND priority = ? AND run_after <= ? {_ORDER} LIMIT ?",
+            (*params, level, now, limit - len(heads)),
         ).fetchall()
+        level = conn.execute(
+            f"SELECT max(priority) FROM jobs INDEXED BY {index} WHERE {where} AND priority < ?",
+            (*params, level),
+        ).fetchone()[0]
     return heads
 
 
@@ -162,3 +179,20 @@ def oldest_available(conn: sqlite3.Connection, now: float) -> float | None:
     ).fetchone()
     # The oldest head of all is the oldest queued job: available if any job is.
     return oldest if oldest is not None and oldest <= now else None
+
+
+def next_run_after(conn: sqlite3.Connection, after: float) -> float | None:
+    """The earliest run_after later than ``after`` among queued jobs: the earliest of each
+    priority level's (one seek per distinct priority: a loose index scan)."""
+    (earliest,) = conn.execute(
+        "WITH RECURSIVE p(priority) AS ("
+        " SELECT (SELECT max(priority) FROM jobs INDEXED BY jobs_pick WHERE status = 'queued')"
+        " UNION ALL SELECT (SELECT max(priority) FROM jobs INDEXED BY jobs_pick"
+        " WHERE status = 'queued' AND priority < p.priority)"
+        " FROM p WHERE p.priority IS NOT NULL"
+        ") SELECT min((SELECT run_after FROM jobs INDEXED BY jobs_pick"
+        " WHERE status = 'queued' AND priority = p.priority AND run_after > ?"
+        " ORDER BY priority DESC, run_after LIMIT 1)) FROM p WHERE p.priority IS NOT NULL",
+        (after,),
+    ).fetchone()
+    return float(earliest) if earliest is not None else None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+import uuid
 
 import structlog
 
@@ -163,12 +164,16 @@ class Worker:
 
     async def _lease_loop(self, jobs: asyncio.TaskGroup) -> None:
         failures = 0
+        # A poll that got no answer is asked again under the same request id, so that the
+        # leases a lost answer carried come back instead of waiting out their expiry.
+        request_id: str | None = None
         while not self._stopping.is_set():
             free = await self._capacity.take_all(self._stopping)
             if not free:
                 break  # stopping
+            request_id = request_id or f"{self.settings.worker_id}-{uuid.uuid4()}"
             try:
-                leases = await self._poll(free)
+                leases = await self._poll(free, request_id)
             except Unavailable as exc:
                 self._capacity.give(free)
                 failures += 1
@@ -183,6 +188,7 @@ class Worker:
                 self.stop()
                 return
             failures = 0
+            request_id = None
             self._capacity.give(free - len(leases))
             self._start(jobs, leases)
 
@@ -196,7 +202,7 @@ class Worker:
             else:
                 jobs.create_task(self._runner.run(leased, self._capacity.give))
 
-    async def _poll(self, max_jobs: int) -> list[Lease]:
+    async def _poll(self, max_jobs: int, request_id: str) -> list[Lease]:
         """One long poll for up to ``max_jobs`` jobs."""
         self._polls += 1
         try:
@@ -207,6 +213,7 @@ class Worker:
                 queues=self.settings.queues,
                 wait_seconds=self.settings.wait_seconds,
                 max_jobs=max_jobs,
+                request_id=request_id,
             )
         finally:
             self._polls -= 1

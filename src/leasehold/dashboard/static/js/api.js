@@ -73,8 +73,8 @@ export async function request(method, path, body) {
   const headers = { Accept: "application/json" };
   const token = getToken();
   if (token) headers.Authorization = `Bearer ${token}`;
-  // Every change declares JSON, bodyless ones too: a coordinator may require it of every
-  // state-changing request (a cross-origin page cannot send it without a preflight).
+  // Every change declares JSON, with a body or without one: the coordinator refuses
+  // state-changing requests that do not (a cross-site form cannot set this type).
   if (body !== undefined || method !== "GET") headers["Content-Type"] = "application/json";
   const sentAt = Date.now();
   let response;

@@ -1,0 +1,141 @@
+"""``leasehold certify-worker``: a worker command against a scripted workload with faults.
+
+The run: enqueue the workload; start the command (and any others, for a mixed run); cancel
+the long job once it runs; SIGKILL the first worker once a sixth of the jobs are done and
+start a replacement; SIGSTOP a worker that holds a job for longer than its lease (so
+another takes the job over and its late reports are stale), then SIGCONT it; wait for every
+job to finish; stop the workers with SIGTERM. Then check the invariants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from leasehold.conformance.invariants import Check, invariants
+from leasehold.conformance.processes import LEASE_SECONDS, Fleet, Worker, start_coordinator
+from leasehold.conformance.wire import Wire
+from leasehold.conformance.workload import workload
+
+RUN_SECONDS = 90.0
+
+
+async def _until(what: str, predicate: Callable[[], Awaitable[bool]], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not await predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def _jobs(wire: Wire, status: str | None = None) -> list[dict[str, Any]]:
+    query = f"?limit=1000&status={status}" if status else "?limit=1000"
+    found: list[dict[str, Any]] = (await wire.get("/jobs" + query)).body["jobs"]
+    return found
+
+
+class Run:
+    """One certification run against one coordinator."""
+
+    def __init__(self, wire: Wire, fleet: Fleet, commands: list[list[str]]) -> None:
+        self.wire, self.fleet, self.commands = wire, fleet, commands
+        self.plan = workload()
+        self.ids: list[int] = []
+        self.events: list[str] = []
+
+    async def enqueue(self) -> None:
+        for n, planned in enumerate(self.plan):
+            answer = await self.wire.post("/jobs", planned.enqueue_body(n))
+            self.ids.append(int(answer.expect(201, what="enqueue").body["id"]))
+
+    async def faults(self) -> None:
+        first = self.fleet.workers[0]
+        target = self.ids[0]
+
+        async def target_running() -> bool:
+            return bool((await self.wire.get(f"/jobs/{target}")).body["status"] == "running")
+
+        await _until("the long job to run", target_running, 30)
+        (await self.wire.post(f"/jobs/{target}/cancel")).expect(200, what="cancel")
+        self.events.append("cancelled the running long job")
+
+        async def target_ended() -> bool:
+            return bool((await self.wire.get(f"/jobs/{target}")).body["status"] == "cancelled")
+
+        await _until("the cancelled job to end", target_ended, LEASE_SECONDS * 3)
+
+        async def some_done() -> bool:
+            return len(await _jobs(self.wire, "completed")) >= len(self.plan) // 6
+
+        await _until("a sixth of the jobs to complete", some_done, 30)
+        self.fleet.signal(first, signal.SIGKILL)
+        self.events.append(f"SIGKILL {first.worker_id}")
+        self.fleet.start(first.command)
+        await self.pause_a_holder()
+
+    async def pause_a_holder(self) -> None:
+        """SIGSTOP a live worker that holds a job, past its lease; start another of its
+        command to take the job over, then SIGCONT it (its late reports are stale)."""
+        paused: list[Worker] = []
+
+        async def holding() -> bool:
+            running = await _jobs(self.wire, "running")
+            owners = {j["lease_owner"] for j in running if j["id"] != self.ids[0]}
+            paused[:] = [w for w in self.fleet.workers if w.alive and w.worker_id in owners]
+            return bool(paused)
+
+        await _until("a worker to hold a job", holding, 30)
+        victim = paused[-1]
+        self.fleet.signal(victim, signal.SIGSTOP)
+        self.events.append(f"SIGSTOP {victim.worker_id} for {LEASE_SECONDS * 2:g} s")
+        self.fleet.start(victim.command)  # takes over what the paused one held
+        await asyncio.sleep(LEASE_SECONDS * 2)  # the fault itself: a pause past the lease
+        self.fleet.signal(victim, signal.SIGCONT)
+        self.events.append(f"SIGCONT {victim.worker_id}")
+
+    async def finished(self) -> bool:
+        states = {j["id"]: j["status"] for j in await _jobs(self.wire)}
+        return all(states.get(i) in ("completed", "cancelled", "dead") for i in self.ids)
+
+
+async def certify(commands: list[list[str]], folder: Path) -> list[Check]:
+    """Run the workload against the commands (the faults hit the first one's processes)."""
+    coordinator, url = start_coordinator(folder)
+    fleet = Fleet(url, folder)
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+            run = Run(Wire(url, None, session), fleet, commands)
+            await run.enqueue()
+            for command in commands:
+                fleet.start(command)
+            fault_error = ""
+            try:
+                await run.faults()
+                await _until("every job to finish", run.finished, RUN_SECONDS)
+            except TimeoutError as exc:
+                fault_error = str(exc)
+            fleet.stop_all()
+            return await verify(run, fault_error)
+    finally:
+        fleet.stop_all(timeout=1)
+        coordinator.terminate()
+        coordinator.wait(10)
+
+
+async def verify(run: Run, fault_error: str) -> list[Check]:
+    return await invariants(run.wire, run.plan, run.ids, run.fleet, run.events, fault_error)
+
+
+def certify_in_temp(commands: list[list[str]], keep: Path | None = None) -> list[Check]:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        return asyncio.run(certify(commands, keep))
+    with tempfile.TemporaryDirectory(prefix="leasehold-certify-") as folder:
+        return asyncio.run(certify(commands, Path(folder)))

@@ -1,0 +1,57 @@
+"""Lease request ids on SQLite: remember what a lease request got, and replay it.
+
+Called inside the writer thread's transaction, around the lease itself, so the lease and
+its record commit together (PROTOCOL.md, "Lease idempotency").
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from leasehold.model import Job
+from leasehold.store.base import LEASE_REQUEST_WINDOW_SECONDS, LeaseRequest
+
+
+def replay(
+    conn: sqlite3.Connection,
+    request: LeaseRequest,
+    now: float,
+    columns: str,
+    to_job: Callable[[tuple[Any, ...]], Job],
+) -> list[Job] | None:
+    """The jobs an earlier request with this id got and still holds, or None when the id
+    is new (or older than the window). Forgets ids past the window first."""
+    conn.execute(
+        "DELETE FROM lease_requests WHERE created_at < ?", (now - LEASE_REQUEST_WINDOW_SECONDS,)
+    )
+    got = conn.execute(
+        "SELECT job_id, token FROM lease_requests WHERE worker_id = ? AND request_id = ?",
+        (request.worker_id, request.request_id),
+    ).fetchall()
+    if not got:
+        return None
+    # Only leases still held: a job since reported, expired or leased again is not handed
+    # out again (its token moved on, or it is no longer running).
+    held = []
+    for job_id, token in got:
+        row = conn.execute(
+            f"SELECT {columns} FROM jobs WHERE id = ? AND lease_token = ?"
+            " AND status = 'running' AND report IS NULL",
+            (job_id, token),
+        ).fetchone()
+        if row is not None:
+            held.append(to_job(row))
+    return held
+
+
+def remember(
+    conn: sqlite3.Connection, request: LeaseRequest, jobs: Sequence[Job], now: float
+) -> None:
+    """Record the leases a request with an id was given."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO lease_requests (worker_id, request_id, job_id, token, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(request.worker_id, request.request_id, j.id, j.lease_token, now) for j in jobs],
+    )
