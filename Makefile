@@ -2,35 +2,79 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PORT ?= 8080
+# Extras for `make install` / `make run`, e.g. EXTRAS=postgres or EXTRAS=postgres,otel.
+EXTRAS ?=
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test lint typecheck unit install clean bench screenshot
+SOURCES := src tests bench scripts examples
 
-$(STAMP): pyproject.toml
+.PHONY: run test check lint typecheck unit imports install install-test clean bench screenshot
+
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+
+# What running needs, and nothing else (no test tools).
+$(STAMP): pyproject.toml $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	touch $(STAMP)
 
+# The test tools and every extra the tests exercise (postgres, otel, django).
+$(TEST_STAMP): pyproject.toml $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP) $(TEST_STAMP)
+
+## Create .venv and install leasehold with its runtime dependencies only
 install: $(STAMP)
 
-## Start the coordinator on the embedded SQLite default at http://127.0.0.1:8080
-run: $(STAMP)
-	$(BIN)/leasehold serve
+## Install the test tools too (the test targets do this)
+install-test: $(TEST_STAMP)
 
-## Lint, type-check and run every test (PostgreSQL and chromium are installed if missing)
-test: $(STAMP)
+## Start the coordinator on the embedded SQLite default at http://127.0.0.1:$(PORT) (make run PORT=8081)
+run: $(STAMP)
+	$(BIN)/leasehold serve --port $(PORT)
+
+## Lint, type-check and run every test with coverage (PostgreSQL and chromium are installed
+## if missing)
+test: lint typecheck imports
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-browser.sh
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/pytest --cov --cov-report=term:skip-covered
+
+## The fast lane, under a minute: lint, types, the import graph, and every test that starts
+## no process (unit, contract, the app served in the test process), on SQLite, with fewer
+## state-machine examples; `make test` runs them all on both backends
+check: lint typecheck imports
+	LEASEHOLD_STATEFUL_EXAMPLES=30 $(BIN)/pytest -m fast -k "not postgres" -q
+
+## ruff's lint rules and its formatting
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check $(SOURCES)
+	$(BIN)/ruff format --check $(SOURCES)
+
+## mypy --strict over the package and the tests (pyproject.toml [tool.mypy])
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
-	$(BIN)/pytest
+
+## The package graph has no cycle and the store is a leaf (scripts/check_imports.py)
+imports: $(TEST_STAMP)
+	$(BIN)/python scripts/check_imports.py
+
+## The rules alone, no I/O
+unit: $(TEST_STAMP)
+	$(BIN)/pytest tests/unit -q
+
+## A short end-to-end throughput run (2,000 no-op jobs, 2 workers); README "Performance"
+## lists the full benchmarks
+bench: $(STAMP)
+	$(BIN)/python -m bench.throughput --jobs 2000
 
 ## Retake docs/dashboard.png from a real coordinator with a simulated workload (about a minute)
-screenshot: $(STAMP)
+screenshot: $(TEST_STAMP)
 	bash scripts/ensure-browser.sh
 	$(BIN)/python -m tests.browser.screenshot docs/dashboard.png
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*

@@ -70,14 +70,7 @@ class Proc:
 
     def tree(self) -> list[int]:
         """This process and its descendants (huey's worker processes)."""
-        found, pending = [], [self.pid]
-        while pending:
-            pid = pending.pop()
-            found.append(pid)
-            for task in Path(f"/proc/{pid}/task").glob("*"):
-                children = (task / "children").read_text().split()
-                pending.extend(int(c) for c in children)
-        return found
+        return process_tree(self.pid)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
         if self.popen.poll() is None:
@@ -89,11 +82,26 @@ class Proc:
                 self.popen.wait(10)
 
 
+def process_tree(root: int) -> list[int]:
+    """A process and its descendants."""
+    found, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            children = (task / "children").read_text().split()
+            pending.extend(int(c) for c in children)
+    return found
+
+
 def cpu_seconds(pids: Iterable[int]) -> float:
     """User + system CPU seconds these live processes have used so far."""
     total = 0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # gone meanwhile (a database server's backend for a closed connection)
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
     return total / _TICKS
 
@@ -104,8 +112,14 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
 
 
 def start_coordinator(
-    log_dir: Path, synchronous: str, log_level: str = "info", extra: Sequence[str] = ()
+    log_dir: Path,
+    synchronous: str,
+    log_level: str = "info",
+    database_url: str | None = None,
+    extra: Sequence[str] = (),
 ) -> tuple[Proc, str]:
+    """``leasehold serve`` on a free port: on SQLite in ``log_dir`` unless ``database_url``
+    names another database (PostgreSQL); ``extra``: more ``serve`` options."""
     port = free_port()
     proc = Proc(
         "coordinator",
@@ -117,7 +131,7 @@ def start_coordinator(
             "--port",
             str(port),
             "--database-url",
-            f"sqlite:///{log_dir / 'leasehold.db'}",
+            database_url or f"sqlite:///{log_dir / 'leasehold.db'}",
             "--sqlite-synchronous",
             synchronous,
             "--log-format",

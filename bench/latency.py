@@ -1,47 +1,34 @@
 """Enqueue-to-start latency on an idle system: jobs enqueued one at a time.
 
-    .venv/bin/python -m bench.latency [--samples 500] [--synchronous FULL] [--compare huey]
+    .venv/bin/python -m bench.latency [--samples 500] [--gap 0.02] [--compare all|huey-redis,...]
 
-One coordinator process (SQLite, ``synchronous=FULL`` by default) and one worker process
-(``leasehold worker bench.apps:registry``, long-polling with ``--wait-seconds 30``). This
-process enqueues one job (``POST /jobs``, as ``Client.enqueue`` sends it), notes the time
-just before, and waits for the job's handler to report the time it started, by a UDP
-datagram; then it pauses (``--gap``) so that the worker is back in its long poll and the
-system idle before the next job. Prints p50, p90, p99 and the worst, in milliseconds.
+For each system (``bench/peers.py``; leasehold on SQLite first, with ``synchronous=FULL`` by
+default), one consumer runs one job at a time: leasehold's worker long-polls
+(``--wait-seconds 30``), huey's consumer runs one thread (on SQLite polling every
+millisecond; on Redis blocked on the list), Dramatiq one process with one thread,
+procrastinate one worker with concurrency 1 (woken by LISTEN/NOTIFY). This process
+enqueues one job through the system's own client API, notes the time just before, and
+waits for the job's handler to report the time it started, by a UDP datagram; then it
+pauses (``--gap``) so that the consumer is back waiting and the system idle before the
+next job. Prints p50, p90, p99 and the worst, in milliseconds, per system.
 
-The latency includes two durable commits on the coordinator (the enqueue, and the lease
-that hands the job to the worker), each an fsync with ``synchronous=FULL``.
-
-``--compare huey`` measures huey with its SQLite storage (``SqliteHuey``, ``fsync=True``)
-tuned for latency: one consumer worker thread polling the queue every millisecond
-(``-w 1 -k thread -d 0.001 -m 0.001 -b 1``); the task is enqueued through huey's API.
+leasehold's latency includes one durable commit on the coordinator: an enqueue that finds
+a worker waiting leases the job to it in the same transaction.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import importlib
-import os
-import signal
+import math
 import socket
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from bench.apps import UDP_ENV
-from bench.harness import (
-    Proc,
-    load_average,
-    start_coordinator,
-    start_huey_consumer,
-    start_leasehold_worker,
-)
-from leasehold.client import Client
-
-HUEY_DB_ENV = "LEASEHOLD_BENCH_HUEY_DB"  # read by bench.hueyapp at import
+from bench.harness import load_average
+from bench.peers import Servers, System, choose, start
 
 
 def listener() -> socket.socket:
@@ -59,62 +46,30 @@ def started_at(sock: socket.socket, tag: int) -> float:
             return float(data[1])
 
 
-def measure(
-    enqueue: Callable[[int], None], sock: socket.socket, samples: int, gap: float
-) -> list[float]:
+def measure(system: System, sock: socket.socket, samples: int, gap: float) -> list[float]:
+    """Latencies in ms; a job not started within the socket's timeout counts as infinite."""
     latencies = []
     for n in range(-10, samples):  # ten to warm up, not counted
         time.sleep(gap)
         sent = time.time()
-        enqueue(n)
-        latency = started_at(sock, n) - sent
+        system.enqueue(n)
+        try:
+            latency = (started_at(sock, n) - sent) * 1000
+        except TimeoutError:
+            latency = math.inf
         if n >= 0:
-            latencies.append(latency * 1000)
+            latencies.append(latency)
     return latencies
 
 
-def run_leasehold(args: argparse.Namespace, tmp: Path) -> list[float]:
+def run(name: str, tmp: Path, servers: Servers, args: argparse.Namespace) -> list[float]:
     sock = listener()
-    coordinator, url = start_coordinator(tmp, args.synchronous)
-    worker: Proc | None = None
+    system = start(name, tmp, servers, args.synchronous)
     try:
-        env = {UDP_ENV: str(sock.getsockname()[1])}
-        worker = start_leasehold_worker("w0", url, tmp, env, "--wait-seconds", "30")
-        worker.wait_log("worker.started")
-        loop = asyncio.new_event_loop()
-        client = Client(url)
-        try:
-
-            def enqueue(n: int) -> None:
-                loop.run_until_complete(client.enqueue("bench", n))
-
-            return measure(enqueue, sock, args.samples, args.gap)
-        finally:
-            loop.run_until_complete(client.close())
-            loop.close()
+        system.start_consumers({UDP_ENV: str(sock.getsockname()[1])}, 0, 1)
+        return measure(system, sock, args.samples, args.gap)
     finally:
-        if worker is not None:
-            worker.stop()
-        coordinator.stop()
-        sock.close()
-
-
-def run_huey(args: argparse.Namespace, tmp: Path) -> list[float]:
-    sock = listener()
-    env = {HUEY_DB_ENV: str(tmp / "huey.db"), UDP_ENV: str(sock.getsockname()[1])}
-    os.environ[HUEY_DB_ENV] = env[HUEY_DB_ENV]
-    import bench.hueyapp as apps  # huey is a benchmark extra: imported only when compared
-
-    apps = importlib.reload(apps)  # this run's database file
-    consumer = start_huey_consumer(
-        tmp, env, "-w", "1", "-k", "thread", "-d", "0.001", "-m", "0.001", "-b", "1", "-n"
-    )
-    try:
-        consumer.wait_log("consumer started")
-        return measure(lambda n: apps.noop_task(n), sock, args.samples, args.gap)
-    finally:
-        consumer.stop(signal.SIGINT)
-        os.environ.pop(HUEY_DB_ENV, None)
+        system.close()
         sock.close()
 
 
@@ -125,8 +80,9 @@ def show(name: str, latencies: list[float]) -> None:
         return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
     print(
-        f"{name:<10} p50 {statistics.median(ordered):6.2f} ms   p90 {pct(90):6.2f} ms"
-        f"   p99 {pct(99):6.2f} ms   worst {ordered[-1]:6.2f} ms   ({len(ordered)} jobs)",
+        f"{name:<17} p50 {statistics.median(ordered):6.2f} ms   p90 {pct(90):6.2f} ms"
+        f"   p99 {pct(99):6.2f} ms   worst {ordered[-1]:7.2f} ms   ({len(ordered)} jobs,"
+        f" {sum(math.isinf(x) for x in ordered)} not started within 10 s)",
         flush=True,
     )
 
@@ -134,20 +90,25 @@ def show(name: str, latencies: list[float]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=500)
-    parser.add_argument("--gap", type=float, default=0.05, help="idle seconds between jobs")
+    parser.add_argument("--gap", type=float, default=0.02, help="idle seconds between jobs")
     parser.add_argument("--synchronous", default="FULL", choices=["FULL", "NORMAL"])
-    parser.add_argument("--compare", choices=["huey"], default=None)
+    parser.add_argument("--compare", default=None, help="all, or systems separated by commas")
     args = parser.parse_args()
     print(
-        f"enqueue-to-start latency, {args.samples} jobs one at a time, synchronous="
-        f"{args.synchronous}; load average before: {load_average()}",
+        f"enqueue-to-start latency, {args.samples} jobs one at a time, {args.gap * 1000:g} ms"
+        f" apart; leasehold SQLite synchronous={args.synchronous}; load average before:"
+        f" {load_average()}",
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="leasehold-bench-") as tmp:
-        show("leasehold", run_leasehold(args, Path(tmp)))
-    if args.compare == "huey":
-        with tempfile.TemporaryDirectory(prefix="huey-bench-") as tmp:
-            show("huey", run_huey(args, Path(tmp)))
+        servers = Servers(Path(tmp))
+        try:
+            for name in choose(args.compare):
+                run_dir = Path(tmp) / name
+                run_dir.mkdir()
+                show(name, run(name, run_dir, servers, args))
+        finally:
+            servers.close()
     print(f"load average after: {load_average()}")
 
 

@@ -119,7 +119,7 @@ def main() -> None:
             "--prune-interval-seconds",
             "2",
         ]
-        coordinator, url = start_coordinator(Path(tmp), "NORMAL", "warning", extra)
+        coordinator, url = start_coordinator(Path(tmp), "NORMAL", "warning", extra=extra)
         try:
             asyncio.run(stream(url, db, args.seconds, args.rate))
         finally:

@@ -1,7 +1,8 @@
-"""End-to-end throughput: N no-op jobs enqueued in batches, then run by worker processes.
+"""End-to-end throughput: N no-op jobs enqueued, then run by worker processes.
 
     .venv/bin/python -m bench.throughput [--jobs 20000] [--workers 2] [--concurrency 200]
-                                         [--synchronous FULL] [--compare huey] [--repeat 1]
+                                         [--synchronous FULL] [--compare all|huey,...]
+                                         [--repeat 1]
 
 Everything runs on this machine: one coordinator process (SQLite, ``synchronous=FULL`` by
 default: every 2xx is on disk), this process as the producer, and ``--workers`` worker
@@ -15,25 +16,26 @@ once. Phases:
    completed, so every result is on disk when the clock stops.
 
 CPU: user + system seconds of the coordinator and the worker processes during the
-processing phase (from /proc), per 1,000 jobs.
+processing phase (from /proc), per 1,000 jobs; for a system on PostgreSQL or Redis, the
+database server's processes count too.
 
-``--compare huey`` runs the same workload in the same run on huey with its SQLite storage
-(``SqliteHuey``, ``fsync=True``: synchronous=FULL as well, WAL journal) and huey's consumer
-with ``--workers`` worker processes (``-k process``): same job count, the same no-op job
-(record the start time, return None, so huey stores no result), default logging for both
-(INFO, to a file). Huey's consumer polls with ``-d 0.01 -m 0.1`` so that an idle pause
-never delays its start; its processing clock stops at the last job's start (it keeps no
-completion record), which favours huey. Huey has no batch enqueue: its enqueue rate is
-measured on 1,000 tasks through its API, the rest are loaded in one transaction.
+``--compare`` runs the same workload in the same run on the peers of ``bench/peers.py``
+(``all``, or names separated by commas; ``huey`` is huey-sqlite) and prints one table:
+the same job count and no-op job, durable commits everywhere, default logging (INFO, to a
+file), ``--workers`` consumer processes. huey: ``-k process``, polling with
+``-d 0.01 -m 0.1`` so that an idle pause never delays a start; Dramatiq: ``--concurrency``
+threads a process, at most 16; procrastinate: ``--concurrency`` at most 50 a worker. The
+peers' processing clock stops at the last job's start (they keep no completion record, or
+we do not wait for it), which favours them. The enqueue column is each system's fastest
+way in: batches for leasehold and procrastinate, one call a job for huey and Dramatiq
+(huey-sqlite: 1,000 calls; the rest written in one transaction).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
-import os
 import shutil
 import signal
 import statistics
@@ -42,6 +44,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,10 +55,10 @@ from bench.harness import (
     load_average,
     signal_all,
     start_coordinator,
-    start_huey_consumer,
     start_leasehold_worker,
     wait_until,
 )
+from bench.peers import Servers, choose, start
 from leasehold.client import Client, NewJob
 
 BATCH = 1000
@@ -117,8 +120,12 @@ def profile(directory: Path, pid: int, name: str) -> subprocess.Popen[bytes]:
     )
 
 
-def run_leasehold(args: argparse.Namespace, tmp: Path) -> Figures:
-    coordinator, url = start_coordinator(tmp, args.synchronous, args.log_level)
+def run_leasehold(
+    args: argparse.Namespace, tmp: Path, servers: Servers, postgres: bool = False
+) -> Figures:
+    database = servers.postgres_dsn(f"leasehold_{uuid.uuid4().hex[:8]}") if postgres else None
+    database_servers = servers.pids("leasehold-pg") if postgres else []
+    coordinator, url = start_coordinator(tmp, args.synchronous, args.log_level, database)
     probe = tmp / "probe"
     workers: list[Proc] = []
     try:
@@ -139,7 +146,7 @@ def run_leasehold(args: argparse.Namespace, tmp: Path) -> Figures:
             worker.wait_log("worker.started")
         worker_pids = [w.pid for w in workers]
         signal_all(worker_pids, signal.SIGSTOP)
-        pids = [coordinator.pid, *worker_pids]
+        pids = [coordinator.pid, *worker_pids, *database_servers]
         enqueue_seconds = asyncio.run(enqueue_all(url, args.jobs))
         profilers = (
             [
@@ -150,13 +157,13 @@ def run_leasehold(args: argparse.Namespace, tmp: Path) -> Figures:
             else []
         )
         cpu_before = cpu_seconds(pids)
-        server_before = cpu_seconds([coordinator.pid])
+        server_before = cpu_seconds([coordinator.pid, *database_servers])
         signal_all(worker_pids, signal.SIGCONT)
         wait_until(lambda: probe_count(probe) >= args.jobs, TIMEOUT, "every job to start")
         wait_until(lambda: completed(url) >= args.jobs, TIMEOUT, "every job completed", 0.005)
         finished = time.time()
         cpu = cpu_seconds(pids) - cpu_before
-        server = cpu_seconds([coordinator.pid]) - server_before
+        server = cpu_seconds([coordinator.pid, *database_servers]) - server_before
         for profiler in profilers:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(30)
@@ -174,61 +181,52 @@ def run_leasehold(args: argparse.Namespace, tmp: Path) -> Figures:
         coordinator.stop()
 
 
-HUEY_DB_ENV = "LEASEHOLD_BENCH_HUEY_DB"  # read by bench.hueyapp at import
-
-
-def run_huey(args: argparse.Namespace, tmp: Path) -> Figures:
-    probe = tmp / "huey-probe"
-    env = {HUEY_DB_ENV: str(tmp / "huey.db"), PROBE_ENV: str(probe)}
-    os.environ[HUEY_DB_ENV] = env[HUEY_DB_ENV]
-    import bench.hueyapp as apps  # huey is a benchmark extra: imported only when compared
-
-    apps = importlib.reload(apps)  # this run's database file
-    consumer = start_huey_consumer(
-        tmp, env, "-w", str(args.workers), "-k", "process", "-d", "0.01", "-m", "0.1", "-n"
-    )
+def run_peer(name: str, args: argparse.Namespace, tmp: Path, servers: Servers) -> Figures:
+    probe = tmp / "probe"
+    system = start(name, tmp, servers)
     try:
-        consumer.wait_log("consumer started")
-        wait_until(lambda: len(consumer.tree()) > args.workers, 30, "huey's worker processes")
-        pids = consumer.tree()
-        signal_all(pids, signal.SIGSTOP)
-        sample = min(args.jobs, 1000)
-        started = time.perf_counter()
-        for _ in range(sample):
-            apps.noop_task()
-        enqueue_seconds = time.perf_counter() - started
-        rest = args.jobs - sample
-        with apps.huey.storage.db(commit=True) as cursor:
-            message = apps.huey.serialize_task(apps.noop_task.s())
-            cursor.executemany(
-                "insert into task (queue, data, priority) values (?, ?, 0)",
-                [(apps.huey.storage.name, message)] * rest,
-            )
+        system.start_consumers({PROBE_ENV: str(probe)}, args.workers, args.concurrency)
+        consumers = system.consumer_pids()
+        signal_all(consumers, signal.SIGSTOP)
+        enqueue_rate = system.load(args.jobs)
+        pids = [*consumers, *servers.pids(name)]
         cpu_before = cpu_seconds(pids)
-        server_before = cpu_seconds([consumer.pid])
-        signal_all(pids, signal.SIGCONT)
-        wait_until(lambda: probe_count(probe) >= args.jobs, TIMEOUT, "every huey task to start")
+        server_before = cpu_seconds(servers.pids(name))
+        signal_all(consumers, signal.SIGCONT)
+        wait_until(lambda: probe_count(probe) >= args.jobs, TIMEOUT, f"every {name} job to start")
         cpu = cpu_seconds(pids) - cpu_before
-        server = cpu_seconds([consumer.pid]) - server_before
+        server = cpu_seconds(servers.pids(name)) - server_before
         times = probe_times(probe)
         return Figures(
-            sample / enqueue_seconds,
+            enqueue_rate,
             args.jobs / (max(times) - min(times)),
             cpu / args.jobs * 1000,
             server / args.jobs * 1000,
         )
     finally:
-        consumer.stop(signal.SIGINT)
-        os.environ.pop(HUEY_DB_ENV, None)
+        system.close()
 
 
 def show(name: str, figures: Figures) -> None:
     print(
-        f"{name:<10} enqueue {figures.enqueue_per_s:>9,.0f} jobs/s   processing"
+        f"{name:<17} enqueue {figures.enqueue_per_s:>9,.0f} jobs/s   processing"
         f" {figures.process_per_s:>7,.0f} jobs/s   CPU {figures.cpu_per_1000:.3f} s/1000 jobs"
-        f" (coordinator {figures.server_cpu_per_1000:.3f})",
+        f" (coordinator or broker {figures.server_cpu_per_1000:.3f})",
         flush=True,
     )
+
+
+def run(name: str, args: argparse.Namespace, servers: Servers) -> Figures:
+    with tempfile.TemporaryDirectory(prefix="leasehold-bench-") as tmp:
+        if name.startswith("leasehold"):
+            figures = run_leasehold(args, Path(tmp), servers, postgres=name == "leasehold-pg")
+        else:
+            figures = run_peer(name, args, Path(tmp), servers)
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for log in Path(tmp).glob("*.log"):
+                shutil.copy(log, args.keep / f"{name}-{log.name}")
+    return figures
 
 
 def main() -> None:
@@ -237,7 +235,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--concurrency", type=int, default=200, help="jobs at once per worker")
     parser.add_argument("--synchronous", default="FULL", choices=["FULL", "NORMAL"])
-    parser.add_argument("--compare", choices=["huey"], default=None)
+    parser.add_argument("--compare", default=None, help="all, or systems separated by commas")
     parser.add_argument(
         "--log-level", default="info", help="the coordinator's (debug: a line per request)"
     )
@@ -250,34 +248,43 @@ def main() -> None:
         help="py-spy the coordinator and workers while they process, into this directory",
     )
     args = parser.parse_args()
+    names = choose(args.compare)
     print(
-        f"{args.jobs:,} no-op jobs, {args.workers} worker processes, synchronous="
-        f"{args.synchronous}; load average before: {load_average()}",
+        f"{args.jobs:,} no-op jobs, {args.workers} worker processes x {args.concurrency},"
+        f" synchronous={args.synchronous}; load average before: {load_average()}",
         flush=True,
     )
-    ours: list[Figures] = []
-    theirs: list[Figures] = []
-    for _ in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="leasehold-bench-") as tmp:
-            ours.append(run_leasehold(args, Path(tmp)))
-            show("leasehold", ours[-1])
-            if args.keep:
-                args.keep.mkdir(parents=True, exist_ok=True)
-                for log in Path(tmp).glob("*.log"):
-                    shutil.copy(log, args.keep / log.name)
-        if args.compare == "huey":
-            with tempfile.TemporaryDirectory(prefix="huey-bench-") as tmp:
-                theirs.append(run_huey(args, Path(tmp)))
-                show("huey", theirs[-1])
-            print(f"{'':<10} ratio {ours[-1].process_per_s / theirs[-1].process_per_s:.2f}x")
-    if args.repeat > 1:
-        print("medians:")
-        show("leasehold", median(ours))
-        if theirs:
-            show("huey", median(theirs))
-            ratios = [o.process_per_s / t.process_per_s for o, t in zip(ours, theirs, strict=True)]
-            print(f"{'':<10} ratio {statistics.median(ratios):.2f}x (median of per-run ratios)")
+    results: dict[str, list[Figures]] = {name: [] for name in names}
+    with tempfile.TemporaryDirectory(prefix="leasehold-servers-") as tmp:
+        servers = Servers(Path(tmp))
+        try:
+            for _ in range(args.repeat):
+                for name in names:
+                    results[name].append(run(name, args, servers))
+                    show(name, results[name][-1])
+        finally:
+            servers.close()
+    if len(names) > 1 or args.repeat > 1:
+        table(results)
     print(f"load average after: {load_average()}")
+
+
+def table(results: dict[str, list[Figures]]) -> None:
+    """Medians over the runs, and each system's processing rate against leasehold-sqlite's
+    (the median of the per-run ratios)."""
+    ours = results["leasehold-sqlite"]
+    print(
+        f"\n{'median of runs':<17} {'enqueue/s':>10} {'process/s':>10} {'CPU/1000':>9} {'ours/theirs':>12}"
+    )
+    for name, runs in results.items():
+        m = median(runs)
+        ratio = statistics.median(
+            o.process_per_s / t.process_per_s for o, t in zip(ours, runs, strict=True)
+        )
+        print(
+            f"{name:<17} {m.enqueue_per_s:>10,.0f} {m.process_per_s:>10,.0f}"
+            f" {m.cpu_per_1000:>9.3f} {ratio:>11.2f}x"
+        )
 
 
 def median(runs: list[Figures]) -> Figures:

@@ -20,9 +20,28 @@ from tests.inproc import InProcessCoordinator, in_process_store, quick_settings,
 from tests.pgserver import PgServer, find_pg_bin, start_pg_server
 from tests.process import Coordinator
 
+# Modules that start no process: the rules, the stores, and the app served in the test
+# process. With the tests that use the in-process coordinator, they are `make check`.
+IN_PROCESS_DIRS = ("tests/unit/", "tests/contract/")
+IN_PROCESS_MODULES = ("test_state_machine.py", "test_reaper_race.py")
+IN_PROCESS_FIXTURES = {"inproc", "start_inproc"}
+
 BACKENDS = ["sqlite"]
 if importlib.util.find_spec("leasehold.store.postgres") is not None:
     BACKENDS.append("postgres")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `fast` every test that starts no process of its own."""
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix()
+        if (
+            path.startswith(IN_PROCESS_DIRS)
+            or path.endswith(IN_PROCESS_MODULES)
+            or IN_PROCESS_FIXTURES & set(getattr(item, "fixturenames", ()))
+        ):
+            item.add_marker(pytest.mark.fast)
 
 
 @pytest.fixture(scope="session")

@@ -86,6 +86,13 @@ _SERVER_SETTINGS: Mapping[str, str] = {
     "logging_collector": "off",
 }
 
+# What ``durable=True`` changes: every commit on disk, as a production server (benchmarks).
+_DURABLE_SETTINGS: Mapping[str, str] = {
+    "fsync": "on",
+    "synchronous_commit": "on",
+    "full_page_writes": "on",
+}
+
 _T = TypeVar("_T")
 
 
@@ -405,13 +412,14 @@ def _start_postmaster(
     port: int,
     run_as: _RunAs,
     timeout: float,
+    durable: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start ``postgres`` and wait until it accepts connections.
 
     Returns the process, or raises :class:`PgServerError`; an
     :class:`OSError` with ``EADDRINUSE`` means the port was taken.
     """
-    settings = dict(_SERVER_SETTINGS)
+    settings = {**_SERVER_SETTINGS, **(_DURABLE_SETTINGS if durable else {})}
     settings["port"] = str(port)
     # Paths too long for a Unix socket would stop the server: TCP only then.
     socket_dir = str(basedir)
@@ -466,6 +474,7 @@ def start_pg_server(
     *,
     bin_dir: Path | None = None,
     timeout: float = 60.0,
+    durable: bool = False,
 ) -> PgServer:
     """Initialise and start a throwaway PostgreSQL server below ``base_dir``.
 
@@ -479,6 +488,8 @@ def start_pg_server(
         base_dir: where to put the temporary folder.
         bin_dir: the PostgreSQL binaries; :func:`find_pg_bin` when ``None``.
         timeout: how long to wait for the server to accept connections.
+        durable: fsync every commit as a production server does (the benchmarks),
+            instead of the tests' speed over durability.
 
     Raises:
         PgServerError: no binaries, initdb failed, or the server did not start
@@ -515,6 +526,7 @@ def start_pg_server(
                     port,
                     run_as,
                     timeout=max(1.0, deadline - time.monotonic()),
+                    durable=durable,
                 )
             except OSError as exc:
                 # Another process took the port between _free_port() and the

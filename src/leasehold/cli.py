@@ -23,6 +23,7 @@ from leasehold.demo import demo as _demo
 from leasehold.logs import LogFormat, LogLevel, configure_logging, configure_quiet_logging
 from leasehold.settings import (
     KEEP_ALIVE_TIMEOUT_SECONDS,
+    MAX_ANSWER_BYTES,
     MAX_HEADER_BYTES,
     MAX_HEADERS,
     MAX_PAYLOAD_BYTES,
@@ -48,6 +49,7 @@ from leasehold.tokens import (
     new_token,
     parse_tokens_env,
 )
+from leasehold.version import __version__
 
 app = typer.Typer(
     name="leasehold",
@@ -61,8 +63,22 @@ app.add_typer(schedules, name="schedules")
 app.add_typer(limits, name="limits")
 
 
+def _show_version(show: bool) -> None:
+    if show:
+        typer.echo(f"leasehold {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_show_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
+) -> None:
     """A distributed job queue with fenced leases."""
 
 
@@ -187,6 +203,24 @@ def serve(
         min=0,
         help="Long polls waiting at once, at most; past it a poll answers after one look.",
     ),
+    max_answer_bytes: int = typer.Option(
+        MAX_ANSWER_BYTES,
+        envvar="LEASEHOLD_MAX_ANSWER_BYTES",
+        min=1,
+        help="Jobs' JSON in one answer: a GET /jobs page or a batch lease stops before it.",
+    ),
+    max_kinds: int = typer.Option(
+        1000,
+        envvar="LEASEHOLD_MAX_KINDS",
+        min=1,
+        help="Distinct job kinds accepted; a job of one more kind is refused (422).",
+    ),
+    max_queues: int = typer.Option(
+        100,
+        envvar="LEASEHOLD_MAX_QUEUES",
+        min=1,
+        help="Distinct queues accepted; a job in one more queue is refused (422).",
+    ),
     retain_completed_seconds: float = typer.Option(
         86_400.0,
         envvar="LEASEHOLD_RETAIN_COMPLETED_SECONDS",
@@ -240,6 +274,9 @@ def serve(
         request_timeout_seconds=request_timeout_seconds,
         keep_alive_timeout_seconds=keep_alive_timeout_seconds,
         max_waiting_polls=max_waiting_polls,
+        max_answer_bytes=max_answer_bytes,
+        max_kinds=max_kinds,
+        max_queues=max_queues,
         retain_completed_seconds=retain_completed_seconds,
         retain_cancelled_seconds=retain_cancelled_seconds,
         retain_dead_seconds=retain_dead_seconds,

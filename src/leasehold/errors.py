@@ -24,7 +24,12 @@ The tree::
     ├── PayloadTooLarge         the request body or payload is over a cap (413)
     ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
     ├── Unavailable             the coordinator cannot serve right now    (503)
-    └── Unanswerable            the answer could not be built: nothing was changed (500)
+    ├── Unanswerable            the answer could not be built: nothing was changed (500)
+    ├── JobFailed               a waited-for job ended dead        (client side only)
+    └── ResultTimeout           a waited-for job did not finish in time (client side;
+                                also a TimeoutError)
+
+``JobCancelled`` is also what waiting for a cancelled job's result raises.
 
 The HTTP layer maps them to status codes in one table (``api/errors.py``); the client
 maps status codes back to the same types.
@@ -182,3 +187,20 @@ class Unanswerable(LeaseholdError):
     changed."""
 
     code = "unanswerable"
+
+
+class JobFailed(LeaseholdError):
+    """The job ended dead: it failed for good. ``error`` is its last error."""
+
+    code = "job_failed"
+
+    def __init__(self, message: str | None = None, *, job_id: int = 0, error: str = "") -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.error = error
+
+
+class ResultTimeout(LeaseholdError, TimeoutError):
+    """The job did not finish within the time given to wait for its result."""
+
+    code = "result_timeout"

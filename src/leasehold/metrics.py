@@ -13,8 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from leasehold.core.transitions import Outcome
-from leasehold.model import Job
+from leasehold.model import OTHER, TOP_NAMES, Job, Outcome
 
 _TIME_BUCKETS = (
     0.001,
@@ -42,6 +41,9 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._children: dict[tuple[int | str, ...], Any] = {}
+        # The kinds and queues that have series of their own: the first TOP_NAMES seen by
+        # this process; later ones count under OTHER (a series is never freed).
+        self._named: dict[str, set[str]] = {"kind": set(), "queue": set()}
 
         def counter(name: str, doc: str) -> Counter:
             return Counter(f"leasehold_{name}", doc, ["kind"], registry=self.registry)
@@ -88,6 +90,15 @@ class Metrics:
             registry=self.registry,
         )
 
+    def _label(self, what: str, name: str) -> str:
+        named = self._named[what]
+        if name in named:
+            return name
+        if len(named) < TOP_NAMES:
+            named.add(name)
+            return name
+        return OTHER
+
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
         # labels() checks and locks on every call; a few calls per job add up under load.
         key: tuple[int | str, ...] = (id(metric), *labels)
@@ -98,24 +109,27 @@ class Metrics:
 
     def enqueued(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
-            self._child(self.events["enqueued"], job.kind).inc()
+            self._child(self.events["enqueued"], self._label("kind", job.kind)).inc()
 
     def leased(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
-            self._child(self.events["leased"], job.kind).inc()
+            kind = self._label("kind", job.kind)
+            self._child(self.events["leased"], kind).inc()
             if job.leased_at is not None:
                 waited = (job.leased_at - job.run_after).total_seconds()
-                self._child(self.wait, job.kind, job.queue).observe(max(0.0, waited))
+                queue = self._label("queue", job.queue)
+                self._child(self.wait, kind, queue).observe(max(0.0, waited))
 
     def decided(self, outcome: Outcome) -> None:
         job = outcome.job
+        kind = self._label("kind", job.kind)
         for event in outcome.events:
             counter = self.events.get(event)
             if counter is not None:
-                self._child(counter, job.kind).inc()
+                self._child(counter, kind).inc()
             if event == "completed" and job.leased_at and job.finished_at:
                 ran = (job.finished_at - job.leased_at).total_seconds()
-                self._child(self.run, job.kind).observe(max(0.0, ran))
+                self._child(self.run, kind).observe(max(0.0, ran))
 
     def render(
         self,
@@ -125,6 +139,9 @@ class Metrics:
     ) -> bytes:
         for status, n in by_status.items():
             self.jobs.labels(status).set(n)
+        # The figures come folded (core/stats.py); names that left the top go away here.
+        self.jobs_by_kind.clear()
+        self.jobs_by_queue.clear()
         for kind, counts in by_kind.items():
             for status, n in counts.items():
                 self.jobs_by_kind.labels(kind, status).set(n)

@@ -1,15 +1,20 @@
-"""The job and its states: plain data shared by the rules, the stores and the API.
+"""The job and its states, a rule's outcome, schedules: plain data shared by the rules,
+the stores and the API.
 
-This module imports nothing else from leasehold, so every layer can depend on it.
+This module imports nothing else from leasehold at run time, so every layer can depend on
+it (the stores import only this, ``errors`` and ``clock``: scripts/check_imports.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from leasehold.errors import LeaseholdError
 
 JSON = Any
 """Any value that survives a JSON round trip (dict, list, str, int, float, bool, None)."""
@@ -76,6 +81,8 @@ class Job:
     # report (or the reaper) ends it as cancelled. Stays set on the cancelled job.
     cancel_requested: bool = False
     releases: int = 0  # times the job was released; the first few give the attempt back
+    # Set by the producer, handed to every lessee: trace context (traceparent, ...).
+    headers: dict[str, str] | None = None
     # Seconds the worker lets one attempt run before it cancels it (None: no limit).
     timeout_seconds: float | None = None
 
@@ -95,3 +102,75 @@ class Attempt:
     finished_at: datetime | None
     outcome: AttemptOutcome
     error: str | None = None
+
+
+# /stats and /metrics name this many kinds (and queues), the largest by job count; the rest
+# are added up under OTHER, so that thousands of names cannot make them huge.
+TOP_NAMES = 50
+OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a rule (core/transitions.py) decided about one job; the store applies it."""
+
+    job: Job
+    changed: bool = False
+    error: LeaseholdError | None = None
+    # Closes the history record of lease ``job.lease_token`` with this outcome.
+    attempt: AttemptOutcome | None = None
+    # Names of the totals to count (per kind), e.g. "completed", "dead", "stale_token".
+    events: tuple[str, ...] = dataclasses.field(default=())
+
+
+# -- schedules (the rules that fire them are in core/schedule.py) ------------------------
+
+
+class CatchUp(StrEnum):
+    SKIP = "skip"  # missed fire times get no job
+    ONCE = "once"  # the latest missed fire time gets one job
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSpec:
+    """A schedule as an operator sets it (PUT /schedules/{name})."""
+
+    name: str
+    cron: str
+    kind: str
+    timezone: str = "UTC"
+    payload: JSON = None
+    queue: str = "default"
+    priority: int = 0
+    max_attempts: int = 5
+    catch_up: CatchUp = CatchUp.SKIP
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A stored schedule: its spec and where it stands."""
+
+    spec: ScheduleSpec
+    next_fire_at: datetime  # the earliest fire time that has not been handled yet
+    created_at: datetime
+    updated_at: datetime
+    last_fire_at: datetime | None = None  # the latest fire time that got a job
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """What the scheduler does with one due schedule."""
+
+    fire_times: tuple[datetime, ...]  # each gets one job, oldest first
+    next_fire_at: datetime
+    missed: bool = False  # some fire times passed while no scheduler ran
+
+
+RESERVED_KEY_PREFIX = "schedule:"
+"""Idempotency keys the scheduler uses; producers may not (they could claim a run first)."""
+
+
+def schedule_idempotency_key(name: str, fire_time: datetime) -> str:
+    """One job per schedule and fire time, however many coordinators try."""
+    return f"{RESERVED_KEY_PREFIX}{name}:{fire_time.astimezone(UTC).isoformat()}"

@@ -24,6 +24,8 @@ MAX_SCHEDULE_GRACE_SECONDS = 600.0  # bounds how many runs one pass enqueues per
 # A job's payload (and a completion's result), as compact JSON. Kept well under the body cap:
 # each lease hands the payload out again, and every row is read by listing and leasing.
 MAX_PAYLOAD_BYTES = 256 * 1024
+# Jobs' JSON in one answer: a page of GET /jobs or a batch lease stops before it.
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,11 @@ class CoordinatorSettings:
     keep_alive_timeout_seconds: int = KEEP_ALIVE_TIMEOUT_SECONDS
     # Long polls waiting at once; past it a poll answers after one look (no jobs: 204).
     max_waiting_polls: int = 4096
+    # An answer carrying jobs (a page of GET /jobs, a batch lease) stops before this.
+    max_answer_bytes: int = MAX_ANSWER_BYTES
+    # Distinct kinds and queues accepted (names already known always are): 422 beyond.
+    max_kinds: int = 1000
+    max_queues: int = 100
     # Retention of finished jobs, per status, in seconds after they finished (0: forever);
     # the defaults and their reasons are in core/retention.py and DESIGN.md §20.
     retain_completed_seconds: float = 86_400.0

@@ -109,7 +109,7 @@ async def test_payload_and_result_caps(served: Api) -> None:
         {
             "items": [
                 {"id": job["id"], "token": 1, "result": fits + "x"},
-                {"id": other["id"], "token": 1, "result": "ok"},
+                {"id": other["id"], "token": other_lease["token"], "result": "ok"},
             ]
         },
     )

@@ -14,19 +14,18 @@ from leasehold.core.scheduler import Scheduler
 from leasehold.core.service import JobService
 from leasehold.store.base import NewJob, Store
 from leasehold.store.open import open_store
-from tests.inprocess import AsgiApi, serve_app
+from tests.http import Api
 
 # NEL (Cc), RIGHT-TO-LEFT OVERRIDE and ZERO WIDTH SPACE (Cf), LINE and PARAGRAPH SEPARATOR.
 INVISIBLE = ["a\u0085b", "a\u202eb", "a\u200bb", "a\u2028b", "a\u2029b", "\ufeffa"]
 
 
 @pytest.fixture
-async def api(database_url: str) -> AsyncIterator[AsgiApi]:
-    async with serve_app(database_url) as api:
-        yield api
+def api(inproc_api: Api) -> Api:
+    return inproc_api
 
 
-async def test_names_with_invisible_characters_are_refused(api: AsgiApi) -> None:
+async def test_names_with_invisible_characters_are_refused(api: Api) -> None:
     """Kinds, queues, worker ids and limit kinds of Unicode categories Cc, Cf, Zl, Zp
     get a 422 and change nothing."""
     for name in INVISIBLE:
@@ -41,21 +40,23 @@ async def test_names_with_invisible_characters_are_refused(api: AsgiApi) -> None
             got = await api.post(path, body)
             assert got.status == 422, (name, path, got)
             assert "control, format or line-separator" in got.body["message"]
-        got = await api.put("/schedules/s", {"cron": "* * * * *", "kind": name})
+        schedule = {"cron": "* * * * *", "kind": name}
+        got = await api.request("PUT", "/schedules/s", json=schedule)
         assert got.status == 422, (name, got)
-        assert (await api.put(f"/limits/{name}", {"max_running": 1})).status == 422
+        limit = await api.request("PUT", f"/limits/{name}", json={"max_running": 1})
+        assert limit.status == 422, (name, limit)
     assert (await api.get("/jobs")).body["jobs"] == []
     assert (await api.get("/schedules")).body["schedules"] == []
     assert (await api.get("/limits")).body["limits"] == []
 
 
-async def test_visible_unicode_names_are_kept(api: AsgiApi) -> None:
+async def test_visible_unicode_names_are_kept(api: Api) -> None:
     made = await api.post("/jobs", {"kind": "résumé-渲染", "queue": "façade"})
     assert made.status == 201, made
     assert (made.body["kind"], made.body["queue"]) == ("résumé-渲染", "façade")
 
 
-async def test_producers_cannot_use_the_scheduler_keys(api: AsgiApi) -> None:
+async def test_producers_cannot_use_the_scheduler_keys(api: Api) -> None:
     """A key in the scheduler's namespace is refused, in the body, the header and batches."""
     key = idempotency_key("nightly", datetime(2030, 1, 1).astimezone())
     got = await api.post("/jobs", {"kind": "k", "idempotency_key": key})

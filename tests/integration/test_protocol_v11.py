@@ -3,6 +3,7 @@ coordinator that predates request ids, the announcement headers, the minimum lea
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,3 +96,20 @@ async def test_a_lease_shorter_than_the_minimum_is_refused(start_inproc: InProce
         body["lease_seconds"] = 1.0
         async with session.post(coordinator.url + "/lease", json=body) as enough:
             assert enough.status == 204
+
+
+async def test_an_abandoned_long_poll_leases_nothing(inproc: InProcessCoordinator) -> None:
+    """A long poll whose client gave up is not handed the job enqueued after it left: the
+    job stays queued with its attempts untouched (PROTOCOL.md §4, Lease)."""
+    body = {"worker_id": "gone", "kinds": ["later"], "wait_seconds": 10}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=0.3)) as session:
+        with pytest.raises(TimeoutError):
+            await session.post(inproc.url + "/lease", json=body)
+    async with Client(inproc.url, retry=QUICK_RETRY) as client:
+        job = await client.enqueue("later")
+        # Long enough for the abandoned poll's next looks (every 0.5 s) to have happened.
+        deadline = asyncio.get_running_loop().time() + 1.5
+        while asyncio.get_running_loop().time() < deadline:
+            now = await client.get(job.id)
+            assert (now.status, now.attempts) == ("queued", 0), now
+            await asyncio.sleep(0.1)

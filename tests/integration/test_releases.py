@@ -3,23 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from leasehold.core.transitions import FREE_RELEASES
-from tests.inprocess import AsgiApi, serve_app
+from tests.http import Api
 
 
-@pytest.fixture
-async def api(database_url: str) -> AsyncIterator[AsgiApi]:
-    async with serve_app(database_url) as api:
-        yield api
-
-
-async def test_releases_past_the_free_ones_use_up_attempts(api: AsgiApi) -> None:
+async def test_releases_past_the_free_ones_use_up_attempts(inproc_api: Api) -> None:
     """A max_attempts=2 job: 3 releases are free, the 4th keeps its attempt, the 5th (on
     its last attempt) makes it dead; every lease is in its history, a page at a time."""
+    api = inproc_api
     job_id = (await api.post("/jobs", {"kind": "k", "max_attempts": 2})).body["id"]
     tokens = []
     statuses = []

@@ -3,14 +3,15 @@ fail after its transaction committed (issue 15, items 1, 13 and 14)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
 from leasehold.core import answer
 from leasehold.core.userjson import MAX_JSON_DEPTH
-from tests.inprocess import AsgiAnswer, AsgiApi, serve_app
+from tests.conftest import InProcessFactory
+from tests.http import Answer, Api
 
 # The depths that once got past the checks and then broke answers (251-255), and beyond.
 DANGEROUS_DEPTHS = [MAX_JSON_DEPTH + 1, 251, 252, 253, 254, 255, 256, 300, 1000]
@@ -25,36 +26,43 @@ def nested(depth: int) -> bytes:
     return text
 
 
-def refused(a: AsgiAnswer, words: str) -> None:
+async def send(api: Api, method: str, path: str, raw: bytes) -> Answer:
+    """A body as given (no JSON library writes the deepest of these)."""
+    return await api.request(method, path, data=raw, headers=JSON)
+
+
+def refused(a: Answer, words: str) -> None:
     assert a.status == 422, a
     assert isinstance(a.body, dict) and a.body["error"] == "validation_error", a
     assert words in a.body["message"], a
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 @pytest.fixture
-async def api(database_url: str) -> AsyncIterator[AsgiApi]:
-    async with serve_app(database_url) as api:
-        yield api
+def api(inproc_api: Api) -> Api:
+    return inproc_api
 
 
-async def jobs(api: AsgiApi) -> list[dict[str, Any]]:
+async def jobs(api: Api) -> list[dict[str, Any]]:
     page = await api.get("/jobs?limit=1000")
     assert page.status == 200
     return list(page.body["jobs"])
 
 
-async def test_deep_payloads_are_refused_and_innocent_leases_are_unaffected(api: AsgiApi) -> None:
+async def test_deep_payloads_are_refused_and_innocent_leases_are_unaffected(api: Api) -> None:
     """Payloads past the depth limit get a 422 naming it, on every route that takes user
     JSON, and the normal jobs around them are leased once each with one attempt."""
-    ok = await api.post("/jobs", raw=b'{"kind": "k", "payload": %s}' % nested(MAX_JSON_DEPTH))
+    ok = await send(api, "POST", "/jobs", b'{"kind": "k", "payload": %s}' % nested(MAX_JSON_DEPTH))
     assert ok.status == 201, ok
     for depth in DANGEROUS_DEPTHS:
         deep = nested(depth)
-        refused(await api.post("/jobs", raw=b'{"kind": "k", "payload": %s}' % deep), "deep")
+        refused(await send(api, "POST", "/jobs", b'{"kind": "k", "payload": %s}' % deep), "deep")
         batch = b'{"jobs": [{"kind": "k"}, {"kind": "k", "payload": %s}]}' % deep
-        refused(await api.post("/jobs/batch", raw=batch), "deep")
+        refused(await send(api, "POST", "/jobs/batch", batch), "deep")
         schedule = b'{"cron": "* * * * *", "kind": "k", "payload": %s}' % deep
-        refused(await api.request("PUT", "/schedules/deep", schedule), "deep")
+        refused(await send(api, "PUT", "/schedules/deep", schedule), "deep")
         assert (await api.post("/jobs", {"kind": "k"})).status == 201  # an innocent one
     assert (await api.get("/schedules/deep")).status == 404
     stored = await jobs(api)
@@ -71,9 +79,9 @@ async def test_deep_payloads_are_refused_and_innocent_leases_are_unaffected(api:
     token, job_id = single.body["token"], single.body["job"]["id"]
     deep = nested(253)
     report = b'{"token": %d, "result": %s}' % (token, deep)
-    refused(await api.post(f"/jobs/{job_id}/complete", raw=report), "deep")
+    refused(await send(api, "POST", f"/jobs/{job_id}/complete", report), "deep")
     item = b'{"items": [{"id": %d, "token": %d, "result": %s}]}' % (job_id, token, deep)
-    refused(await api.post("/batch/complete", raw=item), "deep")
+    refused(await send(api, "POST", "/batch/complete", item), "deep")
     still = await api.get(f"/jobs/{job_id}")
     assert still.body["status"] == "running" and still.body["result"] is None
 
@@ -81,7 +89,7 @@ async def test_deep_payloads_are_refused_and_innocent_leases_are_unaffected(api:
 @pytest.mark.parametrize(
     "number", [2**64, 2**64 + 1, -(2**63) - 1, 10**30, -(10**40)], ids=lambda n: str(n)[:8]
 )
-async def test_integers_beyond_64_bits_are_refused(api: AsgiApi, number: int) -> None:
+async def test_integers_beyond_64_bits_are_refused(api: Api, number: int) -> None:
     """An integer the coordinator cannot keep exactly is a 422, never a rounded float."""
     literal = str(number).encode()
     for path, body in [
@@ -90,7 +98,7 @@ async def test_integers_beyond_64_bits_are_refused(api: AsgiApi, number: int) ->
         ("/schedules/big", b'{"cron": "* * * * *", "kind": "k", "payload": %s}'),
     ]:
         method = "PUT" if path.startswith("/schedules") else "POST"
-        got = await api.request(method, path, body % literal)
+        got = await send(api, method, path, body % literal)
         assert got.status == 422, (path, got)
         assert "64 bits" in got.body["message"]
     assert await jobs(api) == []
@@ -98,29 +106,32 @@ async def test_integers_beyond_64_bits_are_refused(api: AsgiApi, number: int) ->
     lease = await api.post("/lease", {"worker_id": "w"})
     job_id, token = made.body["id"], lease.body["token"]
     raw = b'{"token": %d, "result": %s}' % (token, literal)
-    assert (await api.request("POST", f"/jobs/{job_id}/complete", raw)).status == 422
+    assert (await send(api, "POST", f"/jobs/{job_id}/complete", raw)).status == 422
     assert (await api.get(f"/jobs/{job_id}")).body["status"] == "running"
 
 
-async def test_64_bit_integers_and_digit_strings_come_back_exactly(api: AsgiApi) -> None:
+async def test_64_bit_integers_and_digit_strings_come_back_exactly(api: Api) -> None:
     payload = {"max": 2**64 - 1, "min": -(2**63), "text": "1" * 40}
     made = await api.post("/jobs", {"kind": "k", "payload": payload})
     assert made.status == 201, made
     assert (await api.get(f"/jobs/{made.body['id']}")).body["payload"] == payload
 
 
-async def test_a_nul_in_a_schedule_payload_is_refused(api: AsgiApi) -> None:
+async def test_a_nul_in_a_schedule_payload_is_refused(api: Api) -> None:
     """Schedule payloads pass the same checks as POST /jobs (on PostgreSQL: no echo of
     the database's message)."""
-    got = await api.put("/schedules/n", {"cron": "* * * * *", "kind": "k", "payload": "a\x00"})
+    schedule = {"cron": "* * * * *", "kind": "k", "payload": "a\x00"}
+    got = await api.request("PUT", "/schedules/n", json=schedule)
     refused(got, "NUL")
     assert "PostgreSQL" not in got.body["message"]
 
 
-async def test_an_oversized_schedule_payload_is_refused(database_url: str) -> None:
-    async with serve_app(database_url, max_payload_bytes=100) as api:
+async def test_an_oversized_schedule_payload_is_refused(start_inproc: InProcessFactory) -> None:
+    coordinator = await start_inproc(max_payload_bytes=100)
+    async with aiohttp.ClientSession() as session:
+        api = Api(coordinator.url, session)
         schedule = {"cron": "* * * * *", "kind": "k", "payload": "x" * 200}
-        got = await api.put("/schedules/big", schedule)
+        got = await api.request("PUT", "/schedules/big", json=schedule)
         assert got.status == 413, got
         assert (await api.get("/schedules/big")).status == 404
 
@@ -130,7 +141,7 @@ def _boom(data: Any) -> bytes:
 
 
 async def test_an_answer_that_cannot_be_built_changes_nothing(
-    api: AsgiApi, monkeypatch: pytest.MonkeyPatch
+    api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With the job serialiser failing, every route answers 500 and has changed nothing:
     no lease granted, no job enqueued, no report applied."""

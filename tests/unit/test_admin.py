@@ -120,6 +120,7 @@ def test_job_json_is_the_wire_form() -> None:
         "priority": 0,
         "queue": "default",
         "cancel_requested": False,
+        "headers": None,
         "timeout_seconds": None,
     }
 

@@ -64,3 +64,24 @@ def test_the_answers_that_are_not_errors(schema: dict[str, Any]) -> None:
     assert "text/plain" in next(iter(paths["/metrics"]["get"]["responses"]["200"]["content"]))
     # FastAPI's own validation error body is not ours, and must not be offered instead.
     assert "HTTPValidationError" not in schema["components"]["schemas"]
+
+
+def test_ids_and_tokens_are_integers_with_integer_bounds(schema: dict[str, Any]) -> None:
+    """Code generators get ``job_id`` as an integer and 2^63 - 1 exactly, not as a float."""
+    for _method, path, op in operations(schema):
+        for parameter in op.get("parameters", []):
+            if parameter["name"] == "job_id":
+                assert parameter["schema"]["type"] == "integer", path
+    token = schema["components"]["schemas"]["RenewRequest"]["properties"]["token"]
+    assert token["maximum"] == 2**63 - 1 and isinstance(token["maximum"], int)
+    assert isinstance(token["minimum"], int)
+
+
+def test_leases_has_one_answer_shape(schema: dict[str, Any]) -> None:
+    """POST /leases answers one shape (code generators); POST /lease keeps its two."""
+    leases = schema["paths"]["/leases"]["post"]["responses"]["200"]
+    assert leases["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/LeaseBatchOut"
+    }
+    lease = schema["components"]["schemas"]["LeaseOut"]
+    assert "lease_seconds" in lease["required"]

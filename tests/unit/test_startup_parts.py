@@ -45,6 +45,14 @@ def json_stderr(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.BytesIO]:
     saved = structlog.get_config()
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
+    # uvicorn's loggers as `serve` leaves them (log_config=None): an in-process server of an
+    # earlier test may have given them handlers of their own and stopped their propagation.
+    for name in ("uvicorn", "uvicorn.error"):
+        uvicorn_logger = logging.getLogger(name)
+        monkeypatch.setattr(uvicorn_logger, "handlers", [])
+        monkeypatch.setattr(uvicorn_logger, "propagate", True)
+        monkeypatch.setattr(uvicorn_logger, "level", logging.NOTSET)
+        monkeypatch.setattr(uvicorn_logger, "disabled", False)
     raw = io.BytesIO()
     monkeypatch.setattr(sys, "stderr", _Stderr(raw))
     configure_logging("json", "info")

@@ -36,7 +36,8 @@ class NoAnswer extends Error {} // network error, timeout or 5xx: may be retried
 
 async function call(method, path, body, timeoutSeconds = 10) {
   const headers = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // Every change declares JSON, with a body or without one: the coordinator requires it.
+  if (body !== undefined || method !== "GET") headers["Content-Type"] = "application/json";
   if (config.token) headers.Authorization = `Bearer ${config.token}`;
   let response;
   try {
@@ -47,9 +48,16 @@ async function call(method, path, body, timeoutSeconds = 10) {
   } catch (error) {
     throw new NoAnswer(`${method} ${path}: ${error.message}`);
   }
-  const text = await response.text().catch(() => "");
   if (response.status >= 500) throw new NoAnswer(`${method} ${path}: ${response.status}`);
-  return new Answer(response.status, text ? JSON.parse(text) : null);
+  let parsed = null;
+  try { // a body cut short on the way is no answer at all
+    const text = await response.text();
+    parsed = text ? JSON.parse(text) : null;
+  } catch (error) {
+    throw new NoAnswer(`${method} ${path}: answer cut short: ${error.message}`);
+  }
+  if (response.status !== 204 && parsed === null) throw new NoAnswer(`${method} ${path}: no body`);
+  return new Answer(response.status, parsed);
 }
 
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
+from leasehold.api.fastpath import FastEnqueue
 from leasehold.api.health import router as health_router
 from leasehold.api.limits import BodyLimit, route_caps
 from leasehold.api.openapi import install_openapi
@@ -33,6 +34,7 @@ from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
 from leasehold.tokens import Authenticator
+from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold")
 
@@ -54,6 +56,9 @@ def create_app(
         rng=rng,
         max_payload_bytes=settings.max_payload_bytes,
         max_waiting_polls=settings.max_waiting_polls,
+        max_answer_bytes=settings.max_answer_bytes,
+        max_kinds=settings.max_kinds,
+        max_queues=settings.max_queues,
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
@@ -94,11 +99,12 @@ def create_app(
     app = FastAPI(
         title="leasehold",
         summary="A distributed job queue with fenced leases",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         docs_url=None,  # served offline by mount_docs
         redoc_url=None,
     )
+    app.add_middleware(FastEnqueue)  # innermost: the body limit and the log still apply
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_body_bytes,

@@ -89,13 +89,19 @@ def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
     return [_scrubbed(e) for e in exc.errors()]
 
 
-async def _on_leasehold_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, LeaseholdError)
+def error_response(exc: LeaseholdError) -> JSONResponse:
+    """The answer to a domain error (also for ``api.fastpath``, which is outside the
+    exception handlers)."""
     return JSONResponse(
         error_body(exc.code, exc.message),
         status_code=status_code_of(exc),
         headers=HEADERS.get(type(exc)),
     )
+
+
+async def _on_leasehold_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LeaseholdError)
+    return error_response(exc)
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:

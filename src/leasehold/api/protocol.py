@@ -35,6 +35,8 @@ CAPABILITIES: Final = (
     "leases_route",  # POST /leases: one answer shape for code generators
     "item_verdicts",  # batch items carry `verdict`, naming what the worker does
     "normalized_idempotency",  # enqueue retries compare requests with defaults filled in
+    "job_headers",  # headers on enqueue, stored and handed to every lessee (trace context)
+    "wait_finished",  # GET /jobs/{id}?wait_seconds: answered when the job has finished
 )
 HEADER: Final = "Leasehold-Protocol"
 # Sent when an open coordinator (no tokens configured) is given a bearer token it cannot

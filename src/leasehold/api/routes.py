@@ -47,7 +47,13 @@ from leasehold.api.schemas import (
     RequeueCount,
     StatsOut,
 )
-from leasehold.api.wire import item_result_wire, job_json, lease_wire, reply_json
+from leasehold.api.wire import (
+    item_result_wire,
+    job_json,
+    lease_wire,
+    reply_json,
+    summary_wire,
+)
 from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
 from leasehold.errors import (
     IdempotencyConflict,
@@ -57,7 +63,9 @@ from leasehold.errors import (
 )
 from leasehold.metrics import CONTENT_TYPE
 from leasehold.model import Job, JobStatus
+from leasehold.settings import MAX_WAIT_SECONDS
 from leasehold.store.base import AttemptPage, DeadFilter, JobFilter
+from leasehold.tracing import tag_jobs
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -151,7 +159,12 @@ async def enqueue(
                 "the Idempotency-Key header and the body carry different keys"
             )
         key = idempotency_key
-    inserted = await service_of(request).enqueue(
+    return await enqueue_reply(service_of(request), body, key)
+
+
+async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | None) -> Response:
+    """POST /jobs once its input is parsed (also answered by ``api.fastpath``)."""
+    inserted = await service.enqueue(
         Enqueue(
             body.kind,
             body.payload,
@@ -160,9 +173,11 @@ async def enqueue(
             key,
             body.priority,
             body.queue,
+            body.headers,
             body.timeout_seconds,
         )
     )
+    tag_jobs([inserted.job.id])
     return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
 
 
@@ -184,6 +199,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
                 j.idempotency_key,
                 j.priority,
                 j.queue,
+                j.headers,
                 j.timeout_seconds,
             )
             for j in body.jobs
@@ -204,6 +220,7 @@ async def lease(body: LeaseRequest, request: Request) -> Response:
     jobs = await _lease(body, body.max_jobs or 1, request)
     if not jobs:
         return Response(status_code=204)
+    tag_jobs(j.id for j in jobs)
     if body.max_jobs is not None:
         return reply_json({"leases": [lease_wire(j) for j in jobs]})
     return reply_json(lease_wire(jobs[0]))
@@ -297,8 +314,16 @@ async def list_jobs(
     error_contains: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
     idempotency_key: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
     order: Annotated[Literal["asc", "desc"], Query(description="by id: oldest first")] = "asc",
+    fields: Annotated[
+        Literal["full", "summary"],
+        Query(description="`summary` leaves each job's payload and result out"),
+    ] = "full",
 ) -> Response:
-    """Jobs by id (``order=desc``: newest first), filtered; ``next_cursor`` pages on."""
+    """A page by id (``order=desc``: newest first), filtered. It also ends early, with a
+    ``next_cursor``, before its jobs' payloads and results pass the answer budget
+    (``--max-answer-bytes``)."""
+    summary = fields == "summary"
+    budget = request.app.state.settings.max_answer_bytes
     query = JobFilter(
         status,
         kind,
@@ -308,10 +333,13 @@ async def list_jobs(
         error_contains,
         idempotency_key,
         order == "desc",
+        max_bytes=budget,
+        summary=summary,
     )
-    jobs = await service_of(request).list_jobs(query)
-    next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
-    return reply(JobPage(jobs=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
+    page = await service_of(request).list_jobs(query)
+    more = page and (len(page) == limit or page.cut)
+    wire = [summary_wire(j) for j in page] if summary else [job_json(j) for j in page]
+    return reply_json({"jobs": wire, "next_cursor": str(page[-1].id) if more else None})
 
 
 @router.post("/jobs/requeue", response_model=RequeueCount, responses=errors(), dependencies=_ADMIN)
@@ -325,8 +353,23 @@ async def requeue_dead(body: BulkRequeueRequest, request: Request) -> Response:
 @router.get(
     "/jobs/{job_id}", response_model=JobOut, responses=errors(404), dependencies=_JOB_READERS
 )
-async def get_job(job_id: str, request: Request) -> Response:
-    return reply(JobOut.of(await service_of(request).get(parse_job_id(job_id))))
+async def get_job(
+    job_id: str,
+    request: Request,
+    wait_seconds: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            allow_inf_nan=False,
+            description="wait up to this long for the job to be completed, dead or cancelled",
+        ),
+    ] = 0.0,
+) -> Response:
+    service, jid = service_of(request), parse_job_id(job_id)
+    tag_jobs([jid])
+    job = await (service.wait(jid, wait_seconds) if wait_seconds > 0 else service.get(jid))
+    return reply(JobOut.of(job))
 
 
 @router.get(

@@ -85,6 +85,10 @@ Kind = Annotated[
     AfterValidator(_printable),
     AfterValidator(_visible),
 ]
+# Up to 16 headers, names like HTTP's, values up to 512 printable characters.
+HeaderName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+HeaderValue = Annotated[str, Field(max_length=512), AfterValidator(_printable)]
+Headers = Annotated[dict[HeaderName, HeaderValue], Field(max_length=16)]
 IdempotencyKey = Annotated[
     str,
     Field(min_length=1, max_length=MAX_KEY_LENGTH),
@@ -166,6 +170,11 @@ class EnqueueRequest(Strict):
     idempotency_key: IdempotencyKey | None = None
     priority: Priority | None = None
     queue: QueueName | None = Field(default=None, description='default "default"')
+    headers: Headers | None = Field(
+        default=None,
+        description="strings handed to every worker that leases the job (e.g. W3C trace"
+        " context: traceparent, tracestate); not part of the idempotency comparison",
+    )
     timeout_seconds: TimeoutSeconds | None = Field(
         default=None,
         description="the worker stops an attempt that runs longer and fails it (retryable)"
@@ -286,6 +295,9 @@ class JobOut(BaseModel):
     cancel_requested: bool = Field(
         description="a cancel was asked for: a running job ends at its holder's next report"
     )
+    headers: dict[str, str] | None = Field(
+        default=None, description="what the producer sent with the job (trace context)"
+    )
     timeout_seconds: float | None = Field(
         default=None, description="the attempt's time limit in seconds (null: none)"
     )
@@ -315,6 +327,7 @@ class JobOut(BaseModel):
             priority=job.priority,
             queue=job.queue,
             cancel_requested=job.cancel_requested,
+            headers=job.headers,
             timeout_seconds=job.timeout_seconds,
             error_summary=summary_line(job.last_error),
         )
@@ -371,9 +384,36 @@ class BatchResultOut(BaseModel):
     results: list[ItemResultOut]
 
 
+class JobSummaryOut(BaseModel):
+    """A job without its payload and result (``GET /jobs?fields=summary``)."""
+
+    id: int
+    kind: str
+    status: JobStatus
+    attempts: int
+    max_attempts: int
+    run_after: UtcTime
+    created_at: UtcTime
+    lease_owner: str | None
+    lease_expires_at: UtcTime | None
+    lease_token: int
+    idempotency_key: str | None
+    last_error: str | None
+    leased_at: UtcTime | None
+    finished_at: UtcTime | None
+    priority: int
+    queue: str
+    cancel_requested: bool
+
+
 class JobPage(BaseModel):
-    jobs: list[JobOut]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page")
+    jobs: list[JobOut | JobSummaryOut] = Field(
+        description="in id order; each a JobSummaryOut with `fields=summary`"
+    )
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page: set when the page is full, or when"
+        " it stopped at the answer's byte budget"
+    )
 
 
 class AttemptOut(BaseModel):

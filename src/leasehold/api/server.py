@@ -118,8 +118,6 @@ def serve(
         banner = "!" * 78
         print(f"{banner}\n!!! leasehold: OPEN ACCESS: {problem}\n{banner}", file=sys.stderr)
         log.warning("auth.open_on_network", host=settings.host, port=settings.port)
-    if before_start is not None:
-        before_start()
     open_files_limit = raise_open_files_limit()
     limits = ConnectionLimits.of(settings)
     config = uvicorn.Config(
@@ -143,6 +141,8 @@ def serve(
     )
     previous = {sig: signal.signal(sig, _exit_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
+        if before_start is not None:
+            before_start()  # a stop asked for while it waits for the database exits 0 too
         server.run()
     finally:
         for sig, handler in previous.items():

@@ -38,6 +38,13 @@ def reply_json(data: Any, status_code: int = 200) -> Response:
     return Response(encode(data), status_code, media_type=_JSON)
 
 
+def summary_wire(job: Job) -> dict[str, Any]:
+    """``schemas.JobSummaryOut``: the job without its payload and result."""
+    wire = job_wire(job)
+    del wire["payload"], wire["result"]
+    return wire
+
+
 def lease_wire(job: Job) -> dict[str, Any]:
     """``schemas.LeaseOut``."""
     return {"job": job_json(job), "token": job.lease_token, "lease_seconds": job.lease_seconds}

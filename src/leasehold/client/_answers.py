@@ -175,6 +175,7 @@ def parse_job(data: Any) -> Job:
             priority=int(data.get("priority", 0)),
             queue=str(data.get("queue", DEFAULT_QUEUE)),
             cancel_requested=bool(data.get("cancel_requested", False)),
+            headers=data.get("headers"),  # absent from coordinators before headers
             timeout_seconds=_float_or_none(data.get("timeout_seconds")),
         )
     except (KeyError, TypeError, ValueError) as exc:

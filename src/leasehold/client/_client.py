@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, overload
 from urllib.parse import quote
 
+from leasehold import tracing
 from leasehold.client._answers import (
     DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_URL,
@@ -31,6 +32,7 @@ from leasehold.client._items import (
     parse_results,
 )
 from leasehold.client._new import MAX_BATCH, NewJob
+from leasehold.client._result import result_of, wait_finished
 from leasehold.client._transport import Transport
 from leasehold.errors import InvalidRequest
 from leasehold.model import JSON, Attempt, Job, JobStatus
@@ -122,6 +124,7 @@ class Client:
         idempotency_key: str | None = None,
         priority: int | None = None,
         queue: str | None = None,
+        headers: dict[str, str] | None = None,
         timeout_seconds: float | None = None,
     ) -> Job:
         """Add a job; the coordinator's defaults apply to what is not given.
@@ -131,18 +134,25 @@ class Client:
         never add the job twice; the key shows as ``job.idempotency_key``. Pass a key of
         your own to make the enqueue idempotent across processes and restarts as well:
         the same key with the same request returns the job already stored.
+
+        ``headers`` go with the job to every worker that leases it. With OpenTelemetry
+        installed, the current trace context is added to them (W3C ``traceparent``).
         """
-        new = NewJob(
-            kind,
-            payload,
-            max_attempts,
-            run_after,
-            idempotency_key,
-            priority,
-            queue,
-            timeout_seconds,
-        )
-        return parse_job(await self._call("POST", "/jobs", new.body()))
+        with tracing.producing(kind) as span:
+            new = NewJob(
+                kind,
+                payload,
+                max_attempts,
+                run_after,
+                idempotency_key,
+                priority,
+                queue,
+                headers,
+                timeout_seconds,
+            )
+            job = parse_job(await self._call("POST", "/jobs", new.body()))
+            tracing.sent(span, [job.id])
+        return job
 
     async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[Job]:
         """Add up to ``MAX_BATCH`` (1,000) jobs in one request and one transaction, in order.
@@ -151,8 +161,12 @@ class Client:
         raises ``IdempotencyConflict`` and adds none of them. Keys are made up for jobs
         without one, as ``enqueue`` does, so a retried batch never adds a job twice.
         """
-        data = await self._call("POST", "/jobs/batch", {"jobs": [j.body() for j in jobs]})
-        return [parse_job(item["job"]) for item in data["jobs"]]
+        kinds = {j.kind for j in jobs}
+        with tracing.producing(kinds.pop() if len(kinds) == 1 else "batch", len(jobs)) as span:
+            data = await self._call("POST", "/jobs/batch", {"jobs": [j.body() for j in jobs]})
+            enqueued = [parse_job(item["job"]) for item in data["jobs"]]
+            tracing.sent(span, [j.id for j in enqueued])
+        return enqueued
 
     # -- workers ------------------------------------------------------------------------
 
@@ -283,8 +297,26 @@ class Client:
 
     # -- reading and operating ----------------------------------------------------------
 
-    async def get(self, job_id: int) -> Job:
-        return parse_job(await self._call("GET", f"/jobs/{job_id}"))
+    async def get(self, job_id: int, *, wait_seconds: float = 0.0) -> Job:
+        """The job. With ``wait_seconds`` (at most 30), the coordinator answers as soon as
+        the job is completed, dead or cancelled, or after that long with the job as it is."""
+        if wait_seconds <= 0:
+            return parse_job(await self._call("GET", f"/jobs/{job_id}"))
+        params = {"wait_seconds": repr(float(wait_seconds))}
+        timeout = wait_seconds + self._transport.timeout_seconds
+        data = await self._call("GET", f"/jobs/{job_id}", params=params, timeout_seconds=timeout)
+        return parse_job(data)
+
+    async def wait(self, job_id: int, *, timeout: float | None = None) -> Job:  # noqa: ASYNC109 (sent as the long poll's wait)
+        """The job once it is completed, dead or cancelled, by long polls of the coordinator
+        (no polling loop here: each request answers when the job ends). ``ResultTimeout``
+        (a ``TimeoutError``) if it has not ended within ``timeout`` seconds (None: wait on)."""
+        return await wait_finished(self.get, job_id, timeout)
+
+    async def result(self, job_id: int, *, timeout: float | None = None) -> JSON:  # noqa: ASYNC109 (sent as the long poll's wait)
+        """The result of the job once it has completed. ``JobFailed`` if it ended dead,
+        ``JobCancelled`` if cancelled, ``ResultTimeout`` if not finished within ``timeout``."""
+        return result_of(await self.wait(job_id, timeout=timeout))
 
     async def attempts(self, job_id: int) -> list[Attempt]:
         """The history of the job's leases, oldest first."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from leasehold.client._answers import drop_none
 from leasehold.model import JSON
+from leasehold.tracing import inject_headers
 
 # The most jobs one POST /jobs/batch takes (the coordinator's limit).
 MAX_BATCH = 1000
@@ -25,6 +26,7 @@ class NewJob:
     idempotency_key: str | None = None
     priority: int | None = None
     queue: str | None = None
+    headers: dict[str, str] | None = None  # handed to the workers; see inject_headers
     timeout_seconds: float | None = None
 
     def body(self) -> dict[str, Any]:
@@ -37,6 +39,7 @@ class NewJob:
             idempotency_key=self.idempotency_key or f"auto-{uuid.uuid4().hex}",
             priority=self.priority,
             queue=self.queue,
+            headers=inject_headers(self.headers),
             timeout_seconds=self.timeout_seconds,
         )
         return {**fields, "payload": self.payload}

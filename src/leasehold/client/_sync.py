@@ -23,6 +23,7 @@ def _blocking(
     """The blocking form of a ``Client`` method: run on the SyncClient's loop, waited for."""
 
     def call(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        self._forked()  # before the call is made on a client of the parent's
         return self._run(method(self._client, *args, **kwargs))
 
     call.__name__, call.__qualname__ = method.__name__, f"SyncClient.{method.__name__}"
@@ -34,7 +35,8 @@ class SyncClient:
     """A blocking client for scripts: ``Client`` run on a private event-loop thread.
 
     Every method is the ``Client`` method of the same name and takes the same arguments;
-    there is no second implementation to keep in step.
+    there is no second implementation to keep in step. Safe across ``fork``: a child
+    notices the new process id and reconnects on its first call.
     """
 
     def __init__(
@@ -45,12 +47,28 @@ class SyncClient:
         retry: RetryPolicy | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     ) -> None:
+        self._options = (url, token, retry, timeout_seconds)
+        self._start()
+
+    def _start(self) -> None:
+        url, token, retry, timeout_seconds = self._options
         self._client = Client(url, token=token, retry=retry, timeout_seconds=timeout_seconds)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="leasehold-client", daemon=True
         )
         self._thread.start()
+        self._pid = os.getpid()
+
+    def _forked(self) -> bool:
+        """Whether this is a child forked after the client was made. Its loop thread did
+        not survive the fork (only the forking thread does), so every call would wait
+        forever: the child starts a loop, a thread and connections of its own instead.
+        The parent's are left alone; they still serve the parent."""
+        if self._pid == os.getpid():
+            return False
+        self._start()
+        return True
 
     @classmethod
     def from_env(cls) -> SyncClient:
@@ -70,7 +88,7 @@ class SyncClient:
             raise
 
     def close(self) -> None:
-        if self._loop.is_closed():
+        if self._pid != os.getpid() or self._loop.is_closed():  # the parent's to close
             return
         self._run(self._client.close())
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -99,6 +117,8 @@ class SyncClient:
     fail_many = _blocking(Client.fail_many)
     release = _blocking(Client.release)
     get = _blocking(Client.get)
+    wait = _blocking(Client.wait)
+    result = _blocking(Client.result)
     attempts = _blocking(Client.attempts)
     requeue = _blocking(Client.requeue)
     requeue_dead = _blocking(Client.requeue_dead)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ import orjson
 
 from leasehold.client._answers import error_from_answer
 from leasehold.errors import Unavailable
+from leasehold.version import __version__
 
 
 class Transport:
@@ -20,7 +22,7 @@ class Transport:
         self, url: str, token: str | None, timeout_seconds: float, max_connections: int
     ) -> None:
         self.url = url.rstrip("/")
-        self.headers = {"Accept": "application/json"}
+        self.headers = {"Accept": "application/json", "User-Agent": f"leasehold/{__version__}"}
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
         self.timeout_seconds = timeout_seconds
@@ -29,9 +31,15 @@ class Transport:
         # 1.1 refused the field (shared by a client and its views: one coordinator).
         self.lease_ids = True
         self._session: aiohttp.ClientSession | None = None
+        self._pid = os.getpid()
 
     def session(self) -> aiohttp.ClientSession:
         # Made on first use, because a session belongs to the event loop it was made on.
+        if self._pid != os.getpid():
+            # A forked child (gunicorn --preload, prefork workers): the session, its sockets
+            # and its loop are the parent's. Left alone, not closed: closing would run on a
+            # loop that does not run here. The child opens connections of its own.
+            self._session, self._pid = None, os.getpid()
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self.max_connections)
             self._session = aiohttp.ClientSession(connector=connector, headers=self.headers)

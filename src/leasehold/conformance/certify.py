@@ -3,8 +3,10 @@
 The run: enqueue the workload; start the command (and any others, for a mixed run); cancel
 the long job once it runs; SIGKILL the first worker once a sixth of the jobs are done and
 start a replacement; SIGSTOP a worker that holds a job for longer than its lease (so
-another takes the job over and its late reports are stale), then SIGCONT it; wait for every
-job to finish; stop the workers with SIGTERM. Then check the invariants.
+another takes the job over and its late reports are stale), losing a fifth of the
+coordinator's answers to the workers meanwhile (the workers talk to it through a proxy),
+then SIGCONT it; wait for every job to finish; stop the workers with SIGTERM. Then check
+the invariants.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from typing import Any
 import aiohttp
 
 from leasehold.conformance.invariants import Check, invariants
+from leasehold.conformance.lossy import LossyProxy
 from leasehold.conformance.processes import LEASE_SECONDS, Fleet, Worker, start_coordinator
 from leasehold.conformance.wire import Wire
 from leasehold.conformance.workload import workload
 
 RUN_SECONDS = 90.0
+LOST_ANSWERS = 0.2  # the chance that an answer is lost, while answers are being lost
 
 
 async def _until(what: str, predicate: Callable[[], Awaitable[bool]], seconds: float) -> None:
@@ -44,8 +48,10 @@ async def _jobs(wire: Wire, status: str | None = None) -> list[dict[str, Any]]:
 class Run:
     """One certification run against one coordinator."""
 
-    def __init__(self, wire: Wire, fleet: Fleet, commands: list[list[str]]) -> None:
-        self.wire, self.fleet, self.commands = wire, fleet, commands
+    def __init__(
+        self, wire: Wire, fleet: Fleet, commands: list[list[str]], proxy: LossyProxy
+    ) -> None:
+        self.wire, self.fleet, self.commands, self.proxy = wire, fleet, commands, proxy
         self.plan = workload()
         self.ids: list[int] = []
         self.events: list[str] = []
@@ -76,6 +82,7 @@ class Run:
 
         await _until("a sixth of the jobs to complete", some_done, 30)
         self.fleet.signal(first, signal.SIGKILL)
+        await asyncio.to_thread(first.proc.wait)  # not "alive" when a holder is picked
         self.events.append(f"SIGKILL {first.worker_id}")
         self.fleet.start(first.command)
         await self.pause_a_holder()
@@ -96,9 +103,13 @@ class Run:
         self.fleet.signal(victim, signal.SIGSTOP)
         self.events.append(f"SIGSTOP {victim.worker_id} for {LEASE_SECONDS * 2:g} s")
         self.fleet.start(victim.command)  # takes over what the paused one held
+        # Meanwhile a fifth of the coordinator's answers to the others are lost.
+        self.proxy.drop = LOST_ANSWERS
         await asyncio.sleep(LEASE_SECONDS * 2)  # the fault itself: a pause past the lease
+        self.proxy.drop = 0.0
         self.fleet.signal(victim, signal.SIGCONT)
         self.events.append(f"SIGCONT {victim.worker_id}")
+        self.events.append(f"{self.proxy.lost} answers lost meanwhile")
 
     async def finished(self) -> bool:
         states = {j["id"]: j["status"] for j in await _jobs(self.wire)}
@@ -106,12 +117,14 @@ class Run:
 
 
 async def certify(commands: list[list[str]], folder: Path) -> list[Check]:
-    """Run the workload against the commands (the faults hit the first one's processes)."""
+    """Run the workload against the commands (the faults hit the first one's processes).
+    The workers reach the coordinator through a proxy that loses answers on cue."""
     coordinator, url = start_coordinator(folder)
-    fleet = Fleet(url, folder)
+    proxy = await LossyProxy(int(url.rsplit(":", 1)[1])).start()
+    fleet = Fleet(f"http://127.0.0.1:{proxy.port}", folder)
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-            run = Run(Wire(url, None, session), fleet, commands)
+            run = Run(Wire(url, None, session), fleet, commands, proxy)
             await run.enqueue()
             for command in commands:
                 fleet.start(command)
@@ -121,10 +134,12 @@ async def certify(commands: list[list[str]], folder: Path) -> list[Check]:
                 await _until("every job to finish", run.finished, RUN_SECONDS)
             except TimeoutError as exc:
                 fault_error = str(exc)
-            fleet.stop_all()
+            # In a thread: the proxy runs on this loop, and stopping workers report through it.
+            await asyncio.to_thread(fleet.stop_all)
             return await verify(run, fault_error)
     finally:
-        fleet.stop_all(timeout=1)
+        await asyncio.to_thread(fleet.stop_all, 1)
+        await proxy.stop()
         coordinator.terminate()
         coordinator.wait(10)
 

@@ -91,4 +91,5 @@ def _graceful(fleet: Fleet) -> Check:
     killed = fleet.workers[0].worker_id
     codes = {w.worker_id: w.exit_code for w in fleet.workers if w.worker_id != killed}
     bad = {k: v for k, v in codes.items() if v != 0}
-    return Check("SIGTERM stops workers with exit 0", not bad, f"exit codes {codes}")
+    passed = bool(codes) and not bad  # no worker left to stop is a failure too
+    return Check("SIGTERM stops workers with exit 0", passed, f"exit codes {codes}")

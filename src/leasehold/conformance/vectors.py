@@ -163,10 +163,13 @@ async def lease_idempotency(ctx: Ctx) -> None:
 
     check(len(held(first)) == 2, "max_jobs 2 did not lease 2")
     check(held(again) == held(first), f"retry got {held(again)}, first {held(first)}")
-    other = (await ctx.lease(kind, max_jobs=5, request_id=f"{ctx.prefix}-r2")).expect(
-        200, what="another request id"
-    )
+    # POST /leases: the one-shape route, same rules.
+    body = {"worker_id": f"{ctx.prefix}-w", "kinds": [kind], "request_id": f"{ctx.prefix}-r2"}
+    other = (await ctx.wire.post("/leases", body)).expect(200, what="POST /leases")
     check(len(other.body["leases"]) == 1, "a new request id did not lease the rest")
+    (await ctx.wire.post("/leases", {**body, "request_id": f"{ctx.prefix}-r3"})).expect(
+        204, what="POST /leases with nothing left"
+    )
 
 
 async def batches(ctx: Ctx) -> None:
@@ -225,6 +228,13 @@ async def errors(ctx: Ctx) -> None:
         415, "unsupported_media_type", "a body that is not declared JSON"
     )
     check(isinstance(typo.body.get("message"), str), "an error body without a message")
+    job = await ctx.enqueue(kind)
+    undeclared = await ctx.wire.session.post(f"{ctx.wire.url}/jobs/{job['id']}/cancel",
+                                             headers=ctx.wire.headers)  # fmt: skip
+    async with undeclared:
+        check(
+            undeclared.status == 415, f"a state change without Content-Type got {undeclared.status}"
+        )
     (await ctx.wire.post("/jobs", {"kind": kind, "max_attempts": 1.0})).expect(
         422, what="max_attempts 1.0 (integers only)"
     )

@@ -49,7 +49,9 @@ class Wire:
         raw: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> Answer:
-        sent = {**self.headers, **(headers or {})}
+        # Every state change declares JSON, with a body or without (PROTOCOL.md §2).
+        declared = {"Content-Type": "application/json"} if method != "GET" else {}
+        sent = {**self.headers, **declared, **(headers or {})}
         kwargs: dict[str, Any] = {"headers": sent}
         if raw is not None:
             kwargs["data"] = raw

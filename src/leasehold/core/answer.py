@@ -49,6 +49,7 @@ def job_wire(job: Job) -> dict[str, Any]:
         "priority": job.priority,
         "queue": job.queue,
         "cancel_requested": job.cancel_requested,
+        "headers": job.headers,
         "timeout_seconds": job.timeout_seconds,
         "error_summary": summary_line(job.last_error),
     }

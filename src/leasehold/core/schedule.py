@@ -14,62 +14,28 @@ scheduler then) and are skipped, or, with ``catch_up = once``, the latest of the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
 from leasehold.errors import InvalidRequest
-from leasehold.model import JSON
+from leasehold.model import RESERVED_KEY_PREFIX as RESERVED_KEY_PREFIX
+
+# The schedule's data types live in the model (the stores use them); named here as well.
+from leasehold.model import CatchUp as CatchUp
+from leasehold.model import Firing as Firing
+from leasehold.model import Schedule as Schedule
+from leasehold.model import ScheduleSpec as ScheduleSpec
+from leasehold.model import schedule_idempotency_key
+
+idempotency_key = schedule_idempotency_key  # the name this module has always given it
 
 _TICK = timedelta(microseconds=1)
 # The grace is at most 600 s (settings), so a per-second schedule has at most 601 on-time
 # fire times in one plan; this bound holds whatever grace the rule is handed.
 _MAX_FIRES_PER_PLAN = 10_000
-
-
-class CatchUp(StrEnum):
-    SKIP = "skip"  # missed fire times get no job
-    ONCE = "once"  # the latest missed fire time gets one job
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleSpec:
-    """A schedule as an operator sets it (PUT /schedules/{name})."""
-
-    name: str
-    cron: str
-    kind: str
-    timezone: str = "UTC"
-    payload: JSON = None
-    queue: str = "default"
-    priority: int = 0
-    max_attempts: int = 5
-    catch_up: CatchUp = CatchUp.SKIP
-    enabled: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """A stored schedule: its spec and where it stands."""
-
-    spec: ScheduleSpec
-    next_fire_at: datetime  # the earliest fire time that has not been handled yet
-    created_at: datetime
-    updated_at: datetime
-    last_fire_at: datetime | None = None  # the latest fire time that got a job
-
-
-@dataclass(frozen=True, slots=True)
-class Firing:
-    """What the scheduler does with one due schedule."""
-
-    fire_times: tuple[datetime, ...]  # each gets one job, oldest first
-    next_fire_at: datetime
-    missed: bool = False  # some fire times passed while no scheduler ran
 
 
 def zone(name: str) -> ZoneInfo:
@@ -142,12 +108,3 @@ def plan_fires(schedule: Schedule, now: datetime, grace: timedelta) -> Firing:
     if spec.catch_up is CatchUp.ONCE:
         return Firing((latest_missed, *on_time), following, missed=True)
     return Firing(tuple(on_time), following, missed=True)
-
-
-RESERVED_KEY_PREFIX = "schedule:"
-"""Idempotency keys the scheduler uses; producers may not (they could claim a run first)."""
-
-
-def idempotency_key(name: str, fire_time: datetime) -> str:
-    """One job per schedule and fire time, however many coordinators try."""
-    return f"{RESERVED_KEY_PREFIX}{name}:{fire_time.astimezone(UTC).isoformat()}"

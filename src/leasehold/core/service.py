@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,12 @@ import structlog
 
 from leasehold.core import answer
 from leasehold.core.backoff import BackoffPolicy
+from leasehold.core.budget import MAX_ANSWER_BYTES, OverBudget, budget_seal
 from leasehold.core.duetimer import DueTimer
+from leasehold.core.figures import FiguresCache
+from leasehold.core.finish import RECHECK_SECONDS as FINISH_RECHECK_SECONDS
+from leasehold.core.finish import Finishes, is_finished, wait_finished
+from leasehold.core.names import MAX_KINDS, MAX_QUEUES, NameCaps
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
@@ -46,6 +52,7 @@ from leasehold.store.base import (
     Decide,
     Inserted,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -70,6 +77,7 @@ class Enqueue:
     idempotency_key: str | None = None
     priority: int | None = None
     queue: str | None = None
+    headers: dict[str, str] | None = None  # not in the fingerprint: see DESIGN.md §21
     timeout_seconds: float | None = None
 
     def new_job(self) -> NewJob:
@@ -92,6 +100,7 @@ class Enqueue:
             request_hash=canonical,
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
+            headers=self.headers,
             timeout_seconds=self.timeout_seconds,
             also_matches=earlier,
         )
@@ -249,13 +258,20 @@ class JobService:
         rng: random.Random | None = None,
         max_payload_bytes: int | None = None,
         max_waiting_polls: int = DEFAULT_MAX_WAITING_POLLS,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+        max_kinds: int = MAX_KINDS,
+        max_queues: int = MAX_QUEUES,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
         self.rng = rng or random.Random()
         self.max_payload_bytes = max_payload_bytes
         self.wakeup = Wakeup()
+        self.finishes = Finishes()  # requests waiting for a job to end (GET ?wait_seconds)
         self.max_waiting_polls = max_waiting_polls
+        self.max_answer_bytes = max_answer_bytes
+        self.names = NameCaps(store.names_known, max_kinds, max_queues)
+        self._figures = FiguresCache(self._compute_stats)
         self.due = DueTimer(
             store.job_next_run_after, store.now, self.wakeup.notify, self.wakeup.__len__
         )
@@ -288,6 +304,7 @@ class JobService:
         have) instead of holding the shutdown until they time out."""
         self.stopping = True
         self.wakeup.notify()
+        self.finishes.fire_all()
 
     def oversize(self, what: str, value: JSON) -> PayloadTooLarge | None:
         # Measured as stored: compact JSON. The body cap alone would let a payload nearly
@@ -317,6 +334,7 @@ class JobService:
         # and checked strings): an enqueue cannot fail after its commit.
         answer.seal(answer.provisional(r.kind, r.payload) for r in requests)
         new_jobs = [r.new_job() for r in requests]
+        await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
         due = [j for j in new_jobs if j.run_after is None and j.queue not in self.paused]
         claimed = await self._claim_waiters(due)
         handed = 0
@@ -339,6 +357,7 @@ class JobService:
             # logging; the attempt history keeps who leased what and when.
             log.debug("job.enqueued", **_fields(job))
         self.metrics.enqueued(created)
+        self._figures.changed()
         return inserted
 
     async def _claim_waiters(self, due: Sequence[NewJob]) -> list[Waiter]:
@@ -378,7 +397,7 @@ class JobService:
             tuple(kinds) if kinds is not None else None,
             max_jobs,
             tuple(queues) if queues is not None else None,
-            seal=answer.seal,
+            seal=budget_seal(self.max_answer_bytes),
             request_id=request_id,
         )
         loop = asyncio.get_running_loop()
@@ -392,7 +411,7 @@ class JobService:
         while True:
             waiter = self.wakeup.register(request, gone) if wait_seconds > 0 else None
             try:
-                jobs = await self.store.job_lease(request)
+                jobs = await self._lease_within_budget(request)
                 remaining = deadline - loop.time()
                 if jobs or remaining <= 0 or waiter is None or self.stopping:
                     break
@@ -413,7 +432,18 @@ class JobService:
         for job in jobs:
             log.debug("job.leased", **_fields(job))
         self.metrics.leased(jobs)
+        if jobs:
+            self._figures.changed()
         return jobs
+
+    async def _lease_within_budget(self, request: LeaseRequest) -> list[Job]:
+        """Lease; if the jobs would not fit in the answer's budget, that lease is rolled
+        back and made again for as many as fitted (others may be picked by then)."""
+        while True:
+            try:
+                return await self.store.job_lease(request)
+            except OverBudget as over:
+                request = dataclasses.replace(request, max_jobs=over.fit)
 
     async def renew(self, job_id: int, token: int, lease_seconds: float | None = None) -> Job:
         return _raise_or_job(await self.renew_many([Renew(job_id, token, lease_seconds)]))
@@ -483,7 +513,19 @@ class JobService:
             raise JobNotFound(f"no job has id {job_id}")
         return job
 
-    async def list_jobs(self, query: JobFilter) -> list[Job]:
+    async def wait(self, job_id: int, seconds: float) -> Job:
+        """The job as soon as it is completed, dead or cancelled, or as it is after
+        ``seconds`` (DESIGN.md §9, "Waiting for a job to finish")."""
+        return await wait_finished(
+            self.finishes,
+            job_id,
+            partial(self.get, job_id),
+            seconds,
+            FINISH_RECHECK_SECONDS,
+            lambda: self.stopping,
+        )
+
+    async def list_jobs(self, query: JobFilter) -> JobList:
         return await self.store.job_list(query)
 
     async def ready(self, timeout_seconds: float) -> None:
@@ -494,6 +536,11 @@ class JobService:
             raise Unavailable(f"the database did not answer within {timeout_seconds:g} s") from None
 
     async def stats(self) -> Stats:
+        """The figures, computed at most once a second however many ask (and at once
+        after a change made here); the long tail of kinds and queues folded into other."""
+        return await self._figures.get()
+
+    async def _compute_stats(self) -> Stats:
         snapshot = await self.store.stats(WINDOWS)
         return summarize(snapshot, await self.store.workers_list(LIVE_SECONDS))
 
@@ -555,6 +602,8 @@ class JobService:
         for outcome in reaped:
             _log_outcome(outcome, outcome.job.lease_token)
             self.metrics.decided(outcome)
+            if is_finished(outcome.job):
+                self.finishes.fire(outcome.job.id)
             self._arm_if_queued(outcome)
         # An expiry also frees its kind's room under a concurrency limit.
         self.wakeup.notify(len(reaped))
@@ -579,6 +628,8 @@ class JobService:
             _log_outcome(outcome, token)
             self.metrics.decided(outcome)
             answers.append(outcome.error or outcome.job)
+            if outcome.changed and is_finished(outcome.job):
+                self.finishes.fire(job_id)
             # A retry still in its backoff wakes a lessee for nothing; that costs one read.
             available += outcome.changed and outcome.job.status is JobStatus.QUEUED
             if outcome.changed and outcome.attempt is not None:
@@ -587,6 +638,7 @@ class JobService:
                 self.wakeup.notify_matching(outcome.job.kind, outcome.job.queue)
             self._arm_if_queued(outcome)
         self.wakeup.notify(available)
+        self._figures.changed()
         return answers
 
     def _arm_if_queued(self, outcome: Outcome) -> None:

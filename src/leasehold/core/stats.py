@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from leasehold.core.workers import Unserved, unserved
+from leasehold.model import OTHER as OTHER  # also named here, where callers find them
+from leasehold.model import TOP_NAMES as TOP_NAMES
 from leasehold.model import JobStatus
 from leasehold.store.base import StatsSnapshot
 from leasehold.store.ops import WorkerSeen
@@ -61,6 +63,24 @@ def _window_count(sums: dict[tuple[str, str], tuple[int, float]], event: str) ->
     return sum(n for (name, _), (n, _) in sums.items() if name == event)
 
 
+# TOP_NAMES and OTHER (how many kinds and queues /stats and /metrics name) are in the model,
+# which metrics.py shares without importing core.
+
+
+def fold(table: dict[str, dict[str, int]], top: int = TOP_NAMES) -> dict[str, dict[str, int]]:
+    """The ``top`` rows with the largest totals, by name, and the rest summed as OTHER."""
+    if len(table) <= top:
+        return dict(sorted(table.items()))
+    ranked = sorted(table, key=lambda name: (-sum(table[name].values()), name))
+    kept = {name: table[name] for name in sorted(ranked[:top])}
+    rest: dict[str, int] = {}
+    for name in ranked[top:]:
+        for key, n in table[name].items():
+            rest[key] = rest.get(key, 0) + n
+    kept[OTHER] = {key: kept.get(OTHER, {}).get(key, 0) + n for key, n in rest.items()}
+    return kept
+
+
 def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats:
     """Every status appears (zero included); averages are None when nothing happened.
     ``live``: the workers live now, to tell which queued work none of them serves."""
@@ -84,10 +104,10 @@ def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats
         oldest = max(0.0, (snapshot.now - snapshot.oldest_available_at).total_seconds())
     return Stats(
         by_status=by_status,
-        by_kind=dict(sorted(by_kind.items())),
-        by_queue=dict(sorted(by_queue.items())),
+        by_kind=fold(by_kind),
+        by_queue=fold(by_queue),
         totals=totals,
-        totals_by_kind=dict(sorted(totals_by_kind.items())),
+        totals_by_kind=fold(totals_by_kind),
         avg_wait_seconds=_average(longer, "leased"),
         avg_run_seconds=_average(longer, "completed"),
         average_window_seconds=AVERAGE_WINDOW_SECONDS,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -27,19 +26,7 @@ from leasehold.errors import (
     StaleToken,
 )
 from leasehold.model import DEFAULT_QUEUE, JSON, AttemptOutcome, Job, JobStatus, Report
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What a rule decided about one job."""
-
-    job: Job
-    changed: bool = False
-    error: LeaseholdError | None = None
-    # Closes the history record of lease ``job.lease_token`` with this outcome.
-    attempt: AttemptOutcome | None = None
-    # Names of the totals to count (per kind), e.g. "completed", "dead", "stale_token".
-    events: tuple[str, ...] = field(default=())
+from leasehold.model import Outcome as Outcome  # the rules' answer; data, so in the model
 
 
 def _unchanged(job: Job) -> Outcome:
@@ -282,7 +269,7 @@ def decide_requeue(job: Job, now: datetime) -> Outcome:
     """An operator brings a dead or cancelled job back: queued at once, attempts (and
     releases) reset.
 
-    The lease token is kept (the next lease gets the next one) and revoked, so a late
+    The lease token is kept (the next lease gets a higher one) and revoked, so a late
     report from the last holder cannot finish the revived job.
     """
     if job.status not in (JobStatus.DEAD, JobStatus.CANCELLED):

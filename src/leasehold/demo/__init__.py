@@ -22,8 +22,14 @@ def demo(
     ] = 8,
     port: Annotated[
         int,
-        typer.Option("--port", min=0, max=65535, help="The coordinator's port (0: any free one)."),
-    ] = 8080,
+        typer.Option(
+            "--port",
+            min=0,
+            max=65535,
+            # Not 8080: the demo must not clash with a coordinator started by `make run`.
+            help="The demo coordinator's port (0: any free one).",
+        ),
+    ] = 8090,
     keep: Annotated[
         bool,
         typer.Option(

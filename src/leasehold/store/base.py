@@ -16,10 +16,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from leasehold.core.schedule import Firing, Schedule, ScheduleSpec, idempotency_key
-from leasehold.core.transitions import Outcome
 from leasehold.errors import LeaseholdError
-from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
+from leasehold.model import (
+    DEFAULT_QUEUE,
+    JSON,
+    Attempt,
+    Firing,
+    Job,
+    JobStatus,
+    Outcome,
+    Schedule,
+    ScheduleSpec,
+    schedule_idempotency_key,
+)
 from leasehold.store.ops import DeleteFilter, QueuesSnapshot, WorkerBeat, WorkerSeen
 
 Decide = Callable[[Job, datetime], Outcome]
@@ -36,6 +45,7 @@ class NewJob:
     request_hash: str
     priority: int = 0
     queue: str = DEFAULT_QUEUE
+    headers: dict[str, str] | None = None  # not part of request_hash (DESIGN.md §21)
     timeout_seconds: float | None = None
     # Fingerprints an earlier release computed for this same request (as given, before
     # defaults were filled in): a key stored then still matches its retry now.
@@ -95,6 +105,16 @@ class JobFilter:
     error_contains: str | None = None  # a substring of last_error
     idempotency_key: str | None = None
     descending: bool = False  # newest first
+    # Stop the page before the jobs' payloads and results (as stored JSON) pass this many
+    # bytes; the first job is always included. None: no budget.
+    max_bytes: int | None = None
+    summary: bool = False  # leave payload and result out (not even read): None in the jobs
+
+
+class JobList(list[Job]):
+    """A page of jobs; ``cut``: it stopped at its byte budget and more jobs follow."""
+
+    cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +176,7 @@ class Fired:
 def scheduled_job(schedule: Schedule, fire_time: datetime) -> NewJob:
     """The job a schedule enqueues for one fire time, keyed so it exists at most once."""
     spec = schedule.spec
-    key = idempotency_key(spec.name, fire_time)
+    key = schedule_idempotency_key(spec.name, fire_time)
     return NewJob(
         kind=spec.kind,
         payload=spec.payload,
@@ -210,9 +230,10 @@ class Store(Protocol):
         """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
         run_after, then lowest id; never more running jobs of a kind than its limit.
 
-        Each leased job gets a new lease token (``next_lease_token``), attempts + 1,
-        status running, the lease's owner and expiry, and a new attempt record; all in one
-        statement per job set. ``request.seal`` is called before the commit.
+        Each leased job gets a new lease token from the coordinator-wide sequence (above
+        every token issued before: DESIGN.md §4), attempts + 1, status running, the lease's
+        owner and expiry, and a new attempt record; all in one statement per job set.
+        ``request.seal`` is called with the jobs before the commit.
 
         With a ``request_id`` seen from the same worker within the window, nothing new is
         leased: the answer is the jobs that request got that are still running under the
@@ -233,13 +254,18 @@ class Store(Protocol):
         """Running jobs whose lease has run out, oldest expiry first."""
         ...
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        """The distinct kinds and queues jobs have ever had in this database (their counts
+        are kept even at zero), for the caps on distinct names."""
+        ...
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         """The earliest run_after later than ``after`` among queued jobs: when the next job
         becomes due as time passes (None: none will). Found without stepping over jobs."""
         ...
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
-        """Jobs ordered by id, after the cursor, filtered."""
+    async def job_list(self, query: JobFilter) -> JobList:
+        """Jobs ordered by id, after the cursor, filtered, within the byte budget."""
         ...
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from urllib.parse import urlparse
 
-from leasehold.core.clock import Clock
+from leasehold.clock import Clock
 from leasehold.store.base import Store
+
+MISSING_POSTGRES = (
+    "a postgresql:// database needs the postgres extra:"
+    " pip install 'leasehold-queue[postgres]' (or: make install EXTRAS=postgres)"
+)
 
 
 def sqlite_path(url: str) -> str:
@@ -24,7 +30,10 @@ def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL
 
         return SqliteStore(sqlite_path(url), clock=clock, synchronous=synchronous)
     if scheme in ("postgres", "postgresql"):
-        # Imported by name so that the embedded default never loads asyncpg.
+        # Imported by name so that the embedded default never loads asyncpg, which is an
+        # extra: without it, say how to install it rather than show an ImportError.
+        if importlib.util.find_spec("asyncpg") is None:
+            raise ValueError(MISSING_POSTGRES)
         postgres = importlib.import_module("leasehold.store.postgres")
         store: Store = postgres.PostgresStore(url)
         return store

@@ -24,10 +24,17 @@ import asyncpg
 import orjson
 import structlog
 
-from leasehold.core.schedule import Schedule, ScheduleSpec
-from leasehold.core.transitions import Outcome
 from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import (
+    Attempt,
+    AttemptOutcome,
+    Job,
+    JobStatus,
+    Outcome,
+    Report,
+    Schedule,
+    ScheduleSpec,
+)
 from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_ops as ops
 from leasehold.store import postgres_pick as pick
@@ -42,6 +49,7 @@ from leasehold.store.base import (
     Inserted,
     InsertedAndLeased,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -57,6 +65,10 @@ log = structlog.get_logger("leasehold")
 
 CHANNEL: Final = "leasehold_jobs"
 _COLUMNS: Final = pick.COLUMNS
+# A job list's columns without payload and result (JSON null and NULL in their place).
+_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null'::jsonb AS payload,").replace(
+    " result,", " NULL::jsonb AS result,"
+)
 # An arbitrary key every coordinator agrees on ("leasehol" in ASCII): one migrator at a time.
 _MIGRATION_LOCK: Final = 0x6C65617365686F6C
 _ACQUIRE_TIMEOUT: Final = 30.0  # seconds a request may wait for a pooled connection
@@ -157,6 +169,7 @@ def _job(row: asyncpg.Record) -> Job:
         queue=row["queue"],
         cancel_requested=row["cancel_requested"],
         releases=row["releases"],
+        headers=orjson.loads(row["headers"]) if row["headers"] is not None else None,
         timeout_seconds=row["timeout_seconds"],
     )
 
@@ -409,8 +422,8 @@ class PostgresStore:
         # so two coordinators given the same key never both create a job.
         row = await conn.fetchrow(
             "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-            " idempotency_key, request_hash, priority, queue, timeout_seconds)"
-            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9)"
+            " idempotency_key, request_hash, priority, queue, headers, timeout_seconds)"
+            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9, $10)"
             f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}",
             new.kind,
             _json(new.payload),
@@ -420,6 +433,7 @@ class PostgresStore:
             new.request_hash,
             new.priority,
             new.queue,
+            _json(new.headers) if new.headers is not None else None,
             new.timeout_seconds,
         )
         if row is not None:
@@ -569,6 +583,15 @@ class PostgresStore:
                 await conn.execute(_NOTIFY)
             return outcomes
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        # The job counts are kept as deltas under 'jobs:<status>' per kind and queue.
+        async with self._connection() as conn:
+            kinds = await conn.fetch("SELECT DISTINCT kind FROM counters WHERE name LIKE 'jobs:%'")
+            queues = await conn.fetch(
+                "SELECT DISTINCT queue FROM counters WHERE name LIKE 'jobs:%' AND queue <> ''"
+            )
+        return {r["kind"] for r in kinds}, {r["queue"] for r in queues}
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         async with self._connection() as conn:
             earliest: datetime | None = await conn.fetchval(pick.NEXT_RUN_AFTER, after)
@@ -583,13 +606,37 @@ class PostgresStore:
             )
         return [Expired(r["id"], r["lease_token"]) for r in rows]
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
+    async def job_list(self, query: JobFilter) -> JobList:
         where, params = ops.list_where(query)
         params.append(query.limit)
-        order = "DESC" if query.descending else ""
-        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY id {order} LIMIT ${len(params)}"
+        order = "id DESC" if query.descending else "id"
+        columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
+        size = (
+            "0"
+            if query.summary
+            else "octet_length(payload::text) + coalesce(octet_length(result::text), 0)"
+        )
+        page_sql = (
+            f"SELECT {columns}, {size} AS size"
+            f" FROM jobs WHERE {where} ORDER BY {order} LIMIT ${len(params)}"
+        )
+        params.append(query.max_bytes if query.max_bytes is not None else -1)
+        # The budget is applied in the database, so a page over it never reaches memory
+        # here: the running total of sizes in the list's order, the first job always kept.
+        sql = (
+            "SELECT *, count(*) OVER () AS listed FROM (SELECT *, sum(size) OVER"
+            f" (ORDER BY {order}) AS spent, row_number() OVER (ORDER BY {order}) AS nth"
+            f" FROM ({page_sql}) AS page) AS paged"
+        )
+        sql = (
+            f"SELECT * FROM ({sql}) AS budgeted WHERE ${len(params)} < 0"
+            f" OR spent <= ${len(params)} OR nth = 1 ORDER BY {order}"
+        )
         async with self._connection() as conn:
-            return [_job(r) for r in await conn.fetch(sql, *params)]
+            rows = await conn.fetch(sql, *params)
+        page = JobList(_job(r) for r in rows)
+        page.cut = bool(rows) and len(rows) < rows[0]["listed"]
+        return page
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:
         where = ["status = 'dead'"]

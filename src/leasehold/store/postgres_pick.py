@@ -32,6 +32,7 @@ COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
     " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
+    " headers,"
     " timeout_seconds"
 )
 SHARD: Final = "pg_backend_pid() % 16"

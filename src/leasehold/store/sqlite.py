@@ -6,6 +6,14 @@ its own SAVEPOINT (one failing operation never undoes the others), and all are a
 after the single COMMIT. Under load the cost of a commit (an fsync with
 ``synchronous=FULL``) is shared by many requests; an operation is still answered only
 after its change is durable. Times are stored as seconds since the epoch.
+
+When the writer thread is idle, a small operation (one job: an enqueue, a lease, a report,
+a read) commits on the event loop instead, together with the small ones submitted in the
+same turn of the loop: that spares the two thread hops (to the writer and back) of a lone
+request. Larger operations (batches) always go to the writer thread, where SQLite's work
+runs beside the event loop's instead of blocking it; while the writer works, everything
+queues for it as before, so group commit under load is unchanged. One lock keeps the two
+from ever using the connection at once.
 """
 
 from __future__ import annotations
@@ -22,11 +30,18 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
-from leasehold.core.clock import Clock, SystemClock
-from leasehold.core.schedule import Schedule, ScheduleSpec
-from leasehold.core.transitions import Outcome
+from leasehold.clock import Clock, SystemClock
 from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import (
+    Attempt,
+    AttemptOutcome,
+    Job,
+    JobStatus,
+    Outcome,
+    Report,
+    Schedule,
+    ScheduleSpec,
+)
 from leasehold.store import sqlite_lease_ids as lease_ids
 from leasehold.store import sqlite_ops as ops
 from leasehold.store import sqlite_sched as sched
@@ -40,6 +55,7 @@ from leasehold.store.base import (
     Inserted,
     InsertedAndLeased,
     JobFilter,
+    JobList,
     KindLimit,
     LeaseRequest,
     NewJob,
@@ -61,6 +77,7 @@ _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
     " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
+    " headers,"
     " timeout_seconds"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
@@ -74,6 +91,8 @@ _GUARDED_WRITE: Final = (
     " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
+# A job list's columns without payload and result (JSON null and SQL NULL in their place).
+_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null',").replace(" result,", " NULL,")
 # The index that serves a job list, by (status given, kind given).
 _LIST_INDEXES: Final = {
     (False, False): "",
@@ -116,7 +135,8 @@ def _job(row: tuple[Any, ...]) -> Job:
         queue=row[20],
         cancel_requested=bool(row[21]),
         releases=row[22],
-        timeout_seconds=row[23],
+        headers=orjson.loads(row[23]) if row[23] is not None else None,
+        timeout_seconds=row[24],
     )
 
 
@@ -211,6 +231,10 @@ class SqliteStore:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._conn: sqlite3.Connection | None = None
+        # Held while a transaction runs, by the writer thread or the event loop.
+        self._busy = threading.Lock()
+        self._inline: list[tuple[Op, asyncio.Future[Any]]] | None = None  # for this turn
         self._tokens = _TokenCounter()
         self._readers: Readers | None = None
 
@@ -281,6 +305,7 @@ class SqliteStore:
         except Exception as exc:
             loop.call_soon_threadsafe(ready.set_exception, exc)
             return
+        self._conn = conn
         loop.call_soon_threadsafe(ready.set_result, None)
         stopping = False
         while not stopping:
@@ -297,9 +322,12 @@ class SqliteStore:
                     stopping = True
                     break
                 batch.extend(item)
-            answers = self._execute(conn, batch)
+            with self._busy:
+                answers = self._execute(conn, batch)
             loop.call_soon_threadsafe(_deliver, answers)
-        conn.close()
+        with self._busy:  # not while the event loop runs a transaction on it
+            self._conn = None
+            conn.close()
 
     @staticmethod
     def _execute(
@@ -332,18 +360,44 @@ class SqliteStore:
             return await self._call(op)
         return await self._readers.read(op)
 
-    async def _call(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        (future,) = self._submit([op])
+    async def _call(self, op: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:
+        (future,) = self._submit([op], small=small)
         result: T = await future
         return result
 
-    def _submit(self, ops: Sequence[Op]) -> list[asyncio.Future[Any]]:
+    def _submit(self, ops: Sequence[Op], *, small: bool = False) -> list[asyncio.Future[Any]]:
         """Queue operations that will share one transaction (each in its own savepoint)."""
         if self._thread is None or self._loop is None:
             raise Unavailable("the store is not open")
         futures = [self._loop.create_future() for _ in ops]
-        self._queue.put(list(zip(ops, futures, strict=True)))
+        items = list(zip(ops, futures, strict=True))
+        if not small:
+            self._queue.put(items)
+        elif self._inline is not None and len(self._inline) < _BATCH_LIMIT:
+            self._inline.extend(items)  # a commit on the loop is due this turn: join it
+        elif self._inline is None and self._queue.empty() and not self._busy.locked():
+            # The writer is idle: commit on the loop once this turn's callbacks (other
+            # requests' operations among them) have run.
+            self._inline = items
+            self._loop.call_soon(self._commit_inline)
+        else:
+            self._queue.put(items)
         return futures
+
+    def _commit_inline(self) -> None:
+        batch, self._inline = self._inline or [], None
+        conn = self._conn
+        if conn is None:
+            _deliver([(future, None, Unavailable("the store is closed")) for _, future in batch])
+            return
+        if not self._busy.acquire(blocking=False):
+            self._queue.put(batch)  # the writer took a transaction meanwhile
+            return
+        try:
+            answers = self._execute(conn, batch)
+        finally:
+            self._busy.release()
+        _deliver(answers)
 
     # -- the Store protocol -------------------------------------------------------------
 
@@ -351,7 +405,7 @@ class SqliteStore:
         return self._clock.now()
 
     async def job_insert_many(self, jobs: Sequence[NewJob]) -> list[Inserted]:
-        return await self._call(lambda conn: self._insert(conn, jobs))
+        return await self._call(lambda conn: self._insert(conn, jobs), small=len(jobs) == 1)
 
     def _insert(
         self, conn: sqlite3.Connection, jobs: Sequence[NewJob], *, compare: bool = True
@@ -415,7 +469,7 @@ class SqliteStore:
         created_at = datetime.fromtimestamp(now, UTC)
         for start in range(0, len(fresh), _INSERT_CHUNK):
             chunk = fresh[start : start + _INSERT_CHUNK]
-            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             rows: list[tuple[NewJob, str, float]] = []
             params: list[Any] = []
             for new in chunk:
@@ -431,11 +485,12 @@ class SqliteStore:
                     new.request_hash,
                     new.priority,
                     new.queue,
+                    orjson.dumps(new.headers).decode() if new.headers is not None else None,
                     new.timeout_seconds,
                 )
             ids = conn.execute(
                 "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                " idempotency_key, request_hash, priority, queue, timeout_seconds)"
+                " idempotency_key, request_hash, priority, queue, headers, timeout_seconds)"
                 f" VALUES {values} RETURNING id",
                 params,
             ).fetchall()
@@ -455,6 +510,7 @@ class SqliteStore:
                         request_hash=new.request_hash,
                         priority=new.priority,
                         queue=new.queue,
+                        headers=new.headers,
                         timeout_seconds=new.timeout_seconds,
                     )
                 )
@@ -465,7 +521,9 @@ class SqliteStore:
     ) -> InsertedAndLeased:
         ops: list[Op] = [lambda conn: self._insert(conn, jobs)]
         ops += [functools.partial(self._lease, request=r) for r in leases]
-        answers = await asyncio.gather(*self._submit(ops), return_exceptions=True)
+        answers = await asyncio.gather(
+            *self._submit(ops, small=len(jobs) == 1), return_exceptions=True
+        )
         inserted, leased = answers[0], answers[1:]
         if isinstance(inserted, BaseException):
             error = inserted if isinstance(inserted, LeaseholdError) else Unavailable(str(inserted))
@@ -477,7 +535,9 @@ class SqliteStore:
         )
 
     async def job_lease(self, request: LeaseRequest) -> list[Job]:
-        return await self._call(lambda conn: self._lease(conn, request))
+        return await self._call(
+            lambda conn: self._lease(conn, request), small=request.max_jobs == 1
+        )
 
     def _lease(self, conn: sqlite3.Connection, request: LeaseRequest) -> list[Job]:
         now = self._clock.now().timestamp()
@@ -536,7 +596,7 @@ class SqliteStore:
         return await self._read(op)
 
     async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
-        return await self._call(lambda conn: self._decide(conn, items))
+        return await self._call(lambda conn: self._decide(conn, items), small=len(items) == 1)
 
     def _decide(
         self, conn: sqlite3.Connection, items: Sequence[tuple[int, Decide]]
@@ -604,19 +664,39 @@ class SqliteStore:
 
         return await self._call(op)
 
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        def op(conn: sqlite3.Connection) -> tuple[set[str], set[str]]:
+            kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM job_counts")}
+            queues = {q for (q,) in conn.execute("SELECT DISTINCT queue FROM job_counts")}
+            return kinds, queues
+
+        return await self._read(op)
+
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         return await self._read(lambda conn: _dt(next_run_after(conn, after.timestamp())))
 
-    async def job_list(self, query: JobFilter) -> list[Job]:
+    async def job_list(self, query: JobFilter) -> JobList:
         where, params = ops.list_where(query)
         order = "DESC" if query.descending else ""
         # Named, because without ANALYZE statistics SQLite may walk the primary key in id
         # order and filter every row; each filter has an index ending in id.
         index = _LIST_INDEXES[query.status is not None, query.kind is not None]
-        sql = f"SELECT {_COLUMNS} FROM jobs {index} WHERE {where} ORDER BY id {order} LIMIT ?"
-        return await self._read(
-            lambda conn: [_job(r) for r in conn.execute(sql, [*params, query.limit])]
-        )
+        columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
+        sql = f"SELECT {columns} FROM jobs {index} WHERE {where} ORDER BY id {order} LIMIT ?"
+
+        def op(conn: sqlite3.Connection) -> JobList:
+            page = JobList()
+            spent = 0
+            # Row by row, so a page over its budget is never read whole into memory.
+            for row in conn.execute(sql, [*params, query.limit]):
+                spent += len(row[2]) + len(row[16] or "")
+                if query.max_bytes is not None and spent > query.max_bytes and page:
+                    page.cut = True
+                    break
+                page.append(_job(row))
+            return page
+
+        return await self._read(op)
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]:
         where: list[str] = ["status = 'dead'"]

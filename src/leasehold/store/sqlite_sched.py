@@ -9,8 +9,8 @@ from typing import Any, Final
 
 import orjson
 
-from leasehold.core.schedule import CatchUp, Firing, Schedule, ScheduleSpec
 from leasehold.errors import Unavailable
+from leasehold.model import CatchUp, Firing, Schedule, ScheduleSpec
 from leasehold.store.base import FirstFire, KindLimit
 from leasehold.store.sqlite_pick import running
 

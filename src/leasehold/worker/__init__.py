@@ -1,5 +1,6 @@
 """The worker: handlers registered by kind, run by ``leasehold worker APP``."""
 
+from leasehold.worker.context import WorkerContext, current_context, current_job
 from leasehold.worker.errors import AppLoadError, PermanentFailure, Retry
 from leasehold.worker.job import LeasedJob
 from leasehold.worker.registry import Handler, Registry
@@ -14,6 +15,9 @@ __all__ = [
     "Registry",
     "Retry",
     "Worker",
+    "WorkerContext",
     "WorkerSettings",
+    "current_context",
+    "current_job",
     "run_worker",
 ]

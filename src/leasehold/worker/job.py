@@ -31,6 +31,7 @@ class LeasedJob:
     token: int
     lease_expires_at: datetime
     worker_id: str
+    headers: dict[str, str] | None = None  # as the producer sent them (trace context)
     timeout_seconds: float | None = None  # the job's own time limit, if it carries one
 
     @classmethod
@@ -46,5 +47,6 @@ class LeasedJob:
             token=lease.token,
             lease_expires_at=job.lease_expires_at,
             worker_id=worker_id,
+            headers=job.headers,
             timeout_seconds=job.timeout_seconds,
         )

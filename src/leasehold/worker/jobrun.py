@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from leasehold import tracing
 from leasehold.client import Client, CompleteItem, FailItem, Lease
 from leasehold.errors import (
     Conflict,
@@ -17,6 +18,7 @@ from leasehold.errors import (
     LeaseholdError,
     PayloadTooLarge,
 )
+from leasehold.worker.context import enter_job
 from leasehold.worker.execute import Failed, Interrupted, Outcome, Succeeded, execute
 from leasehold.worker.job import LeasedJob
 from leasehold.worker.lease import LeaseKeeper, Renewer
@@ -78,6 +80,7 @@ class JobRunner:
         structlog.contextvars.bind_contextvars(
             job_id=job.id, kind=job.kind, attempt=job.attempt, token=job.token
         )
+        enter_job(job)  # current_job(), for this task and the handler's thread
         handler = self.registry.get(job.kind)
         if handler is None:
             handler_done()
@@ -91,8 +94,12 @@ class JobRunner:
         started = time.monotonic()
         self.renewer.add(keeper)
         try:
-            limit = job.timeout_seconds or self.registry.timeout_of(job.kind)
-            outcome = await execute(handler, job, keeper, self.forced, limit)
+            with tracing.processing(
+                job.kind, job.id, job.attempt, job.token, job.worker_id, job.headers
+            ) as span:
+                limit = job.timeout_seconds or self.registry.timeout_of(job.kind)
+                outcome = await execute(handler, job, keeper, self.forced, limit)
+                tracing.processed(span, outcome.error if isinstance(outcome, Failed) else None)
         finally:
             self.renewer.remove(keeper)
             handler_done()

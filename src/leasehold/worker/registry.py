@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
+from leasehold.worker.context import Hook
 from leasehold.worker.job import LeasedJob
 
 # A handler is `async def handler(job)` or a plain `def handler(job)` (run on a thread);
 # what it returns (JSON) is the job's result.
 Handler: TypeAlias = Callable[[LeasedJob], Awaitable[Any]] | Callable[[LeasedJob], Any]
 H = TypeVar("H", bound=Handler)
+
+
+class TaskLike(Protocol):
+    """What ``Registry.register`` takes: a typed task (``leasehold.tasks.Task``)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    async def handle(self, job: LeasedJob) -> Any: ...
+
+
+T = TypeVar("T", bound=TaskLike)
+K = TypeVar("K", bound=Hook)
 
 
 class Registry(Mapping[str, Handler]):
@@ -22,14 +36,34 @@ class Registry(Mapping[str, Handler]):
         async def send_email(job: LeasedJob) -> dict[str, str]:
             ...
 
-    A plain dict ``{kind: handler}`` works wherever a Registry does (``Registry.of``).
+    Typed tasks are registered with ``registry.register(send_email)`` (or as a decorator
+    above ``@task``). Start-up and shutdown hooks (``on_startup``, ``on_shutdown``) run
+    once per worker (see ``leasehold.worker.context``). A plain dict ``{kind: handler}``
+    works wherever a Registry does (``Registry.of``).
     """
 
     def __init__(self, handlers: Mapping[str, Handler] | None = None) -> None:
         self._handlers: dict[str, Handler] = {}
         self._timeouts: dict[str, float] = {}
+        self.startup: list[Hook] = []
+        self.shutdown: list[Hook] = []
         for kind, handler in (handlers or {}).items():
             self.add(kind, handler)
+
+    def register(self, task: T) -> T:
+        """Register a typed task under its kind; answers it, so it stacks as a decorator."""
+        self.add(task.kind, task.handle)
+        return task
+
+    def on_startup(self, hook: K) -> K:
+        """A decorator: run ``hook(ctx)`` once when the worker starts, before it leases."""
+        self.startup.append(hook)
+        return hook
+
+    def on_shutdown(self, hook: K) -> K:
+        """A decorator: run ``hook(ctx)`` once when the worker stops, after its last job."""
+        self.shutdown.append(hook)
+        return hook
 
     @classmethod
     def of(cls, handlers: Registry | Mapping[str, Handler]) -> Registry:

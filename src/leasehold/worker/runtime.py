@@ -26,12 +26,16 @@ import asyncio
 import random
 import signal
 import uuid
+from collections.abc import Iterable
 
 import structlog
 
 from leasehold.client import NO_RETRY, Client, Lease, RetryPolicy
 from leasehold.errors import LeaseholdError, Unavailable
+from leasehold.version import __version__
 from leasehold.worker.capacity import Capacity
+from leasehold.worker.context import Hook, WorkerContext, enter_worker, run_hook
+from leasehold.worker.execute import describe
 from leasehold.worker.heartbeat import beat_body, beat_forever
 from leasehold.worker.heartbeat import now as heartbeat_now
 from leasehold.worker.jobrun import JobRunner, Leased
@@ -81,6 +85,7 @@ class Worker:
         self._signals: list[int] = []
         self._fatal: LeaseholdError | None = None
         self._grace: asyncio.TimerHandle | None = None
+        self.context = WorkerContext(settings.worker_id, self.client.url)
         self._started_at = heartbeat_now()
 
     # -- stopping -----------------------------------------------------------------------
@@ -127,6 +132,7 @@ class Worker:
         missing = sorted(set(self.kinds) - set(self.registry.kinds))
         log.info(
             "worker.started",
+            version=__version__,
             url=self.client.url,
             kinds=list(self.kinds),
             queues=list(self.settings.queues) if self.settings.queues else None,
@@ -134,6 +140,11 @@ class Worker:
         )
         if missing:
             log.warning("worker.kinds_without_handler", kinds=missing)
+        enter_worker(self.context)  # the job tasks below start in copies of this context
+        if not await self._run_hooks("startup", self.registry.startup):
+            await self.client.close()
+            log.info("worker.stopped", exit_code=1)
+            return 1
         runner = self._runner
         renewing = asyncio.create_task(runner.renewer.run(), name="leasehold-renewer")
         reporting = asyncio.create_task(runner.reporter.run(), name="leasehold-reporter")
@@ -158,9 +169,24 @@ class Worker:
             if self._grace is not None:
                 self._grace.cancel()
             await self.client.close()
+            await self._run_hooks("shutdown", reversed(self.registry.shutdown))
         code = self.exit_code()
         log.info("worker.stopped", exit_code=code)
         return code
+
+    async def _run_hooks(self, stage: str, hooks: Iterable[Hook]) -> bool:
+        """Run start-up or shutdown hooks in turn; False (logged) at the first that fails.
+        A failed start-up stops the worker before it leases anything (exit status 1)."""
+        for hook in hooks:
+            name = getattr(hook, "__qualname__", repr(hook))
+            try:
+                await run_hook(hook, self.context)
+            except Exception as exc:
+                log.error(f"worker.{stage}_failed", hook=name, error=describe(exc))
+                if stage == "startup":
+                    self._fatal = LeaseholdError(f"start-up hook {name} failed: {exc!r}")
+                return False
+        return True
 
     async def _lease_loop(self, jobs: asyncio.TaskGroup) -> None:
         failures = 0

@@ -1,0 +1,165 @@
+"""POST /jobs past FastAPI's layers (api/fastpath.py): taken only for plain requests, and
+answering exactly as the route does."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fastapi import FastAPI
+from structlog.testing import capture_logs
+
+from leasehold.api import fastpath, routes
+from leasehold.api.app import create_app
+from leasehold.settings import CoordinatorSettings
+from leasehold.tokens import HashedToken, Role, hash_token
+
+Headers = list[tuple[bytes, bytes]]
+
+
+async def call(
+    app: FastAPI, body: bytes, headers: Headers | None = None, query: bytes = b""
+) -> tuple[int, Any]:
+    """One POST /jobs straight into the ASGI app: (status, parsed JSON answer)."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/jobs",
+        "raw_path": b"/jobs",
+        "root_path": "",
+        "query_string": query,
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5000),
+        "headers": [
+            (b"host", b"t"),
+            (b"content-length", str(len(body)).encode()),
+            *(headers or []),
+        ],
+    }
+    delivered = asyncio.Event()
+    answer: dict[str, Any] = {"body": b""}
+
+    async def receive() -> MutableMapping[str, Any]:
+        if not delivered.is_set():
+            delivered.set()
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # the client stays connected
+        raise AssertionError("unreachable")
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+        else:
+            answer["body"] += message.get("body", b"")
+
+    await app(scope, receive, send)
+    return answer["status"], orjson.loads(answer["body"])
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
+    settings = CoordinatorSettings(
+        database_url=f"sqlite:///{tmp_path / 'db.sqlite'}",
+        tokens=(
+            HashedToken(Role.PRODUCER, hash_token("p-token")),
+            HashedToken(Role.WORKER, hash_token("w-token")),
+        ),
+        max_payload_bytes=1000,
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """One entry per request the fast path answered (the route counts none)."""
+    calls: list[bool] = []
+    answer = routes.enqueue_reply
+
+    async def counting(*args: Any) -> Any:
+        calls.append(True)
+        return await answer(*args)
+
+    monkeypatch.setattr(fastpath, "enqueue_reply", counting)
+    return calls
+
+
+PRODUCER: Headers = [(b"authorization", b"Bearer p-token")]
+JSON: Headers = [(b"content-type", b"application/json")]
+
+
+def comparable(job: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in job.items() if k not in {"id", "created_at", "run_after"}}
+
+
+async def test_a_plain_enqueue_takes_the_fast_path_and_answers_as_the_route(
+    app: FastAPI, taken: list[bool]
+) -> None:
+    body = orjson.dumps({"kind": "k", "payload": {"n": 1}, "idempotency_key": "a", "priority": 3})
+    fast = await call(app, body, PRODUCER + JSON)
+    assert taken == [True]
+    # The header sends the same request through the route.
+    other = orjson.dumps({"kind": "k", "payload": {"n": 1}, "priority": 3})
+    routed = await call(app, other, [*PRODUCER, *JSON, (b"idempotency-key", b"a")])
+    assert taken == [True]
+    assert routed[0] == 200  # the same key and request: the job already stored
+    assert fast[0] == 201
+    assert routed[1] == fast[1]
+    again = await call(app, body, PRODUCER + JSON)
+    assert taken == [True, True]
+    assert again == (200, fast[1])
+    plain = await call(app, orjson.dumps({"kind": "k", "payload": {"n": 1}}), JSON)
+    assert plain[0] == 401  # no token: the route's guard answers
+    assert taken == [True, True]
+    fresh = await call(app, orjson.dumps({"kind": "k", "payload": {"n": 1}}), PRODUCER + JSON)
+    assert fresh[0] == 201
+    assert comparable(fresh[1]) == comparable({**fast[1], "priority": 0, "idempotency_key": None})
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "query", "status", "error"),
+    [
+        (b'{"kind": "k", "payload": NaN}', JSON, b"", 422, "invalid_json"),
+        (b'{"kind": "k", "surprise": 1}', JSON, b"", 422, "validation_error"),
+        (b'{"kind": "k"}', [(b"content-type", b"text/plain")], b"", 415, "unsupported_media_type"),
+        (b'{"kind": "k"}', [], b"", 415, "unsupported_media_type"),
+        (b'{"kind": "k"}', [*JSON, (b"origin", b"http://elsewhere")], b"", 403, "cross_site"),
+        (b'{"kind": "k", "payload": 123456789012345678901234}', JSON, b"", 422, None),
+        (b'{"kind": "k"}', JSON, b"x=1", 422, "validation_error"),
+        (b'{"kind": "k"}', [*JSON, (b"authorization", b"Bearer w-token")], b"", 403, "forbidden"),
+        (b'{"kind": "k", "payload": "' + b"x" * 2000 + b'"}', JSON, b"", 413, None),
+    ],
+)
+async def test_anything_unusual_is_answered_by_the_route(
+    app: FastAPI,
+    taken: list[bool],
+    body: bytes,
+    headers: Headers,
+    query: bytes,
+    status: int,
+    error: str | None,
+) -> None:
+    token = [] if any(name == b"authorization" for name, _ in headers) else PRODUCER
+    answer = await call(app, body, [*token, *headers], query)
+    assert answer[0] == status, answer
+    if error is not None:
+        assert answer[1]["error"] == error
+    assert taken == ([True] if status == 413 else [])  # an oversize payload: the service's
+
+
+async def test_the_request_log_names_the_route(app: FastAPI, taken: list[bool]) -> None:
+    with capture_logs() as logs:
+        status, _ = await call(app, b'{"kind": "k"}', PRODUCER + JSON)
+    assert status == 201
+    assert taken == [True]
+    (line,) = [e for e in logs if e["event"] == "http.request"]
+    assert line["route"] == "/jobs"
+    assert line["status"] == 201

@@ -1,0 +1,94 @@
+"""The README's first steps, run as printed: make's targets, the typed-task example."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.process import Coordinator, sqlite_coordinator, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+BIN = Path(sys.executable).parent  # what `. .venv/bin/activate` puts on PATH
+
+
+def block(first_line: str) -> str:
+    """The fenced block of the README whose first line is ``first_line``."""
+    found = re.search(r"```\w*\n(" + re.escape(first_line) + r"\n.*?)```", README, re.S)
+    assert found, f"no block starting {first_line!r} in the README"
+    return found.group(1)
+
+
+def console(command: str) -> str:
+    """The output printed under ``$ command`` in the README."""
+    found = re.search(r"\$ " + re.escape(command) + r"\n(.*?)```", README, re.S)
+    assert found, f"no '$ {command}' in the README"
+    return found.group(1)
+
+
+@pytest.fixture
+def coordinator(tmp_path: Path) -> Iterator[Coordinator]:
+    with sqlite_coordinator(tmp_path) as c:
+        yield c
+
+
+def activated(url: str) -> dict[str, str]:
+    """The environment after ``. .venv/bin/activate``, pointed at the test's coordinator."""
+    path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, "LEASEHOLD_URL": url, "PYTHONUNBUFFERED": "1"}
+
+
+def test_the_typed_task_example_runs_as_printed(coordinator: Coordinator, tmp_path: Path) -> None:
+    work = tmp_path / "app"
+    work.mkdir()
+    (work / "tasks.py").write_text(block("# tasks.py"))
+    (work / "produce.py").write_text(block("# produce.py"))
+    env = activated(coordinator.url)
+    assert "$ leasehold worker tasks:registry\n" in README
+    log = (tmp_path / "worker.log").open("wb")
+    worker = subprocess.Popen(
+        ["leasehold", "worker", "tasks:registry"], cwd=work, env=env, stdout=log, stderr=log
+    )
+    try:
+        run = subprocess.run(
+            ["python", "produce.py"], cwd=work, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == console("python produce.py")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        wait_until(lambda: worker.poll() is not None, 20, what="the worker to stop")
+        log.close()
+    assert worker.returncode == 0
+
+
+def test_the_set_up_commands_are_what_make_runs() -> None:
+    assert "make run     # creates .venv" in README and "make run PORT=8081" in README
+    dry = subprocess.run(
+        ["make", "-n", "run", "PORT=8081"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert ".venv/bin/leasehold serve --port 8081" in dry.stdout
+    # Running needs only the runtime dependencies; the test tools come with `make test`.
+    install = subprocess.run(
+        ["make", "-n", "-B", "install"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert "pip install --quiet -e '.'" in install.stdout and "[test]" not in install.stdout
+    test = subprocess.run(
+        ["make", "-n", "-B", "test"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert "pip install --quiet -e '.[test]'" in test.stdout
+
+
+def test_version_as_printed() -> None:
+    assert "leasehold --version" in README
+    run = subprocess.run(
+        ["leasehold", "--version"], env=activated(""), capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0 and run.stdout.startswith("leasehold ")
