@@ -112,10 +112,14 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
 
 
 def start_coordinator(
-    log_dir: Path, synchronous: str, log_level: str = "info", database_url: str | None = None
+    log_dir: Path,
+    synchronous: str,
+    log_level: str = "info",
+    database_url: str | None = None,
+    extra: Sequence[str] = (),
 ) -> tuple[Proc, str]:
     """``leasehold serve`` on a free port: on SQLite in ``log_dir`` unless ``database_url``
-    names another database (PostgreSQL)."""
+    names another database (PostgreSQL); ``extra``: more ``serve`` options."""
     port = free_port()
     proc = Proc(
         "coordinator",
@@ -134,6 +138,7 @@ def start_coordinator(
             "json",
             "--log-level",
             log_level,
+            *extra,
         ],
         log_dir,
         {},

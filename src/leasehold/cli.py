@@ -221,6 +221,30 @@ def serve(
         min=1,
         help="Distinct queues accepted; a job in one more queue is refused (422).",
     ),
+    retain_completed_seconds: float = typer.Option(
+        86_400.0,
+        envvar="LEASEHOLD_RETAIN_COMPLETED_SECONDS",
+        min=0,
+        help="Delete completed jobs this long after they finished (0: keep forever).",
+    ),
+    retain_cancelled_seconds: float = typer.Option(
+        86_400.0,
+        envvar="LEASEHOLD_RETAIN_CANCELLED_SECONDS",
+        min=0,
+        help="Delete cancelled jobs this long after they finished (0: keep forever).",
+    ),
+    retain_dead_seconds: float = typer.Option(
+        604_800.0,
+        envvar="LEASEHOLD_RETAIN_DEAD_SECONDS",
+        min=0,
+        help="Delete dead jobs this long after they died (0: keep forever).",
+    ),
+    prune_interval_seconds: float = typer.Option(
+        10.0,
+        envvar="LEASEHOLD_PRUNE_INTERVAL_SECONDS",
+        min=0.001,
+        help="How often finished jobs past their retention are deleted.",
+    ),
 ) -> None:
     """Run the coordinator."""
     from leasehold.api.app import create_app
@@ -253,6 +277,10 @@ def serve(
         max_answer_bytes=max_answer_bytes,
         max_kinds=max_kinds,
         max_queues=max_queues,
+        retain_completed_seconds=retain_completed_seconds,
+        retain_cancelled_seconds=retain_cancelled_seconds,
+        retain_dead_seconds=retain_dead_seconds,
+        prune_interval_seconds=prune_interval_seconds,
     )
     configure_logging(log_format, log_level)
     try:
@@ -353,6 +381,7 @@ def worker(
     0; a second one cancels them and hands their jobs back."""
     from leasehold.worker import AppLoadError, WorkerSettings, run_worker
     from leasehold.worker.loader import load_app
+    from leasehold.worker.settings import default_worker_id
 
     try:
         registry = load_app(app_spec)
@@ -367,7 +396,7 @@ def worker(
         token=resolve_token(token, token_file),
         wait_seconds=wait_seconds,
         grace_seconds=grace_seconds,
-        **({"worker_id": worker_id} if worker_id else {}),
+        worker_id=worker_id or default_worker_id(),
     )
     configure_logging(log_format, log_level)
     with asyncio.Runner(loop_factory=_fast_loop()) as runner:

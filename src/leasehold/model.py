@@ -83,6 +83,8 @@ class Job:
     releases: int = 0  # times the job was released; the first few give the attempt back
     # Set by the producer, handed to every lessee: trace context (traceparent, ...).
     headers: dict[str, str] | None = None
+    # Seconds the worker lets one attempt run before it cancels it (None: no limit).
+    timeout_seconds: float | None = None
 
     def replace(self, **changes: Any) -> Job:
         """A copy with some fields changed (jobs are immutable values)."""

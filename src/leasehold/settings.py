@@ -64,3 +64,9 @@ class CoordinatorSettings:
     # Distinct kinds and queues accepted (names already known always are): 422 beyond.
     max_kinds: int = 1000
     max_queues: int = 100
+    # Retention of finished jobs, per status, in seconds after they finished (0: forever);
+    # the defaults and their reasons are in core/retention.py and DESIGN.md §20.
+    retain_completed_seconds: float = 86_400.0
+    retain_cancelled_seconds: float = 86_400.0
+    retain_dead_seconds: float = 7 * 86_400.0
+    prune_interval_seconds: float = 10.0

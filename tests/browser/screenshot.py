@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.browser.chromium import find_browser, start_browser
@@ -69,9 +70,29 @@ def producer(http: Http, stop: threading.Event, duration: float, rng: random.Ran
         stop.wait(rng.expovariate(rate))
 
 
+def heartbeat(http: Http, name: str) -> None:
+    """What a real worker says every 5 s, so the dashboard counts this one as live."""
+    http.post(
+        "/workers/heartbeat",
+        {
+            "worker_id": name,
+            "host": "sim",
+            "pid": 1,
+            "version": "0.1.0",
+            "kinds": [k.name for k in KINDS],
+            "concurrency": 1,
+            "started_at": datetime.now(UTC).isoformat(),
+        },
+    )
+
+
 def worker(http: Http, name: str, stop: threading.Event, rng: random.Random) -> None:
     by_name = {k.name: k for k in KINDS}
+    beat_at = 0.0
     while not stop.is_set():
+        if time.monotonic() >= beat_at:
+            heartbeat(http, name)
+            beat_at = time.monotonic() + 5
         status, body = http.post(
             "/lease", {"worker_id": name, "lease_seconds": LEASE_SECONDS, "wait_seconds": 1}
         )

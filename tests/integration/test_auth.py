@@ -103,6 +103,27 @@ ENDPOINTS = [
     endpoint("GET", "/limits", {READER, ADMIN}, (200,)),
     endpoint("PUT", "/limits/{kind:path}", {ADMIN}, (200,), {"max_running": 5}),
     endpoint("DELETE", "/limits/{kind:path}", {ADMIN}, (204, 404)),
+    endpoint("DELETE", "/jobs/{job_id}", {ADMIN}, (204,)),
+    endpoint("POST", "/jobs/delete", {ADMIN}, (200,), {"kind": "none"}),
+    endpoint("POST", "/jobs/{job_id}/run-now", {ADMIN}, (200,)),
+    endpoint("GET", "/queues", {READER, ADMIN}, (200,)),
+    endpoint("POST", "/queues/{name}/pause", {ADMIN}, (200,)),
+    endpoint("POST", "/queues/{name}/resume", {ADMIN}, (200,)),
+    endpoint("GET", "/workers", {READER, ADMIN}, (200,)),
+    endpoint(
+        "POST",
+        "/workers/heartbeat",
+        {WORKER, ADMIN},
+        (200,),
+        {
+            "worker_id": "matrix",
+            "host": "h",
+            "pid": 1,
+            "version": "0",
+            "concurrency": 1,
+            "started_at": "2026-01-01T00:00:00Z",
+        },
+    ),
 ]
 CREDENTIALS: dict[str, dict[str, str]] = {
     "no-token": {},

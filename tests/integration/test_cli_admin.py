@@ -11,7 +11,7 @@ from tests.process import Coordinator
 
 
 def run(coordinator: Coordinator, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli.app, [*args, "--url", coordinator.url])
+    result = CliRunner().invoke(cli.app, [*args, "--url", coordinator.url], env={"COLUMNS": "200"})
     return result.exit_code, result.output
 
 
@@ -31,6 +31,7 @@ def test_schedules_commands(coordinator: Coordinator) -> None:
         '{"full": true}',
         "--catch-up",
         "once",
+        "--json",
     )
     assert code == 0, out
     created = json.loads(out)
@@ -39,9 +40,16 @@ def test_schedules_commands(coordinator: Coordinator) -> None:
         {"full": True},
         "once",
     )
-    code, out = run(coordinator, "schedules", "list")
+    code, out = run(coordinator, "schedules", "list", "--json")
     assert [s["name"] for s in json.loads(out)] == ["nightly"]
-    code, out = run(coordinator, "schedules", "get", "nightly")
+    code, out = run(coordinator, "schedules", "list")
+    assert (code, "NEXT FIRE" in out, "nightly" in out, "30 2 * * *" in out) == (
+        0,
+        True,
+        True,
+        True,
+    )
+    code, out = run(coordinator, "schedules", "get", "nightly", "--json")
     assert json.loads(out)["next_fire_at"] == created["next_fire_at"]
     assert run(coordinator, "schedules", "delete", "nightly")[0] == 0
     code, out = run(coordinator, "schedules", "get", "nightly")
@@ -51,8 +59,10 @@ def test_schedules_commands(coordinator: Coordinator) -> None:
 
 
 def test_limits_commands(coordinator: Coordinator) -> None:
-    code, out = run(coordinator, "limits", "set", "charge-card", "4")
+    code, out = run(coordinator, "limits", "set", "charge-card", "4", "--json")
     assert (code, json.loads(out)) == (0, {"kind": "charge-card", "max_running": 4, "running": 0})
-    assert json.loads(run(coordinator, "limits", "list")[1])[0]["kind"] == "charge-card"
+    assert json.loads(run(coordinator, "limits", "list", "--json")[1])[0]["kind"] == "charge-card"
+    code, out = run(coordinator, "limits", "list")
+    assert (code, "MAX RUNNING" in out, "charge-card" in out) == (0, True, True)
     assert run(coordinator, "limits", "delete", "charge-card")[0] == 0
     assert run(coordinator, "limits", "delete", "charge-card")[0] == 4

@@ -229,3 +229,46 @@ async def test_run_worker_with_a_plain_dict_of_handlers(
         done.lease_token,  # tokens are coordinator-wide, and this module's coordinator is shared
     )
     assert leased.lease_expires_at.tzinfo is UTC
+
+
+async def test_a_handler_past_its_time_limit_is_cancelled_and_failed_as_timeout(
+    coordinator: Coordinator, client: Client
+) -> None:
+    """An async handler running past the job's timeout_seconds (or its handler's default)
+    is cancelled; the attempt fails, retryable, with a 'timeout' error in the history."""
+    registry = Registry()
+    stopped = asyncio.Event()
+
+    @registry.handler("slow-limited", timeout_seconds=0.3)
+    async def slow(job: LeasedJob) -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+
+    own = await client.enqueue("slow-limited", max_attempts=1, timeout_seconds=0.2)
+    default = await client.enqueue("slow-limited", max_attempts=2)
+    async with running(Worker(registry, settings(coordinator.url, "slow-limited"))):
+        first = await finished(client, own.id)
+        second = await finished(client, default.id)
+    assert stopped.is_set()
+    assert first.status is JobStatus.DEAD
+    assert first.last_error == "timeout: the handler ran longer than its time limit of 0.2 s"
+    assert second.attempts == 2
+    assert second.last_error == "timeout: the handler ran longer than its time limit of 0.3 s"
+    (attempt,) = await client.attempts(own.id)
+    assert attempt.outcome.value == "failed" and attempt.error == first.last_error
+
+
+async def test_a_running_worker_is_listed_with_what_it_serves(
+    coordinator: Coordinator, client: Client
+) -> None:
+    async def beating() -> list[dict[str, Any]] | None:
+        workers = await client.workers()
+        found = [w for w in workers if w["worker_id"] == "w-test" and w["kinds"] == ["beat"]]
+        return found or None
+
+    async with running(Worker(fixture_registry, settings(coordinator.url, "beat"))):
+        (seen,) = await eventually(beating, within=10)
+    assert seen["live"] and seen["concurrency"] == 2 and seen["pid"] > 0

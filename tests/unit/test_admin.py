@@ -121,6 +121,7 @@ def test_job_json_is_the_wire_form() -> None:
         "queue": "default",
         "cancel_requested": False,
         "headers": None,
+        "timeout_seconds": None,
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from leasehold.admin import commands
+from leasehold.admin import commands, operations
 from leasehold.admin.connect import EXIT_CODES_HELP
 
 
@@ -16,5 +16,12 @@ def register(app: typer.Typer) -> None:
         commands.job,
         commands.requeue,
         commands.stats,
+        operations.cancel,
+        operations.delete,
+        operations.queues,
+        operations.pause,
+        operations.resume,
+        operations.workers,
     ):
         app.command(epilog=EXIT_CODES_HELP)(command)
+    app.command("run-now", epilog=EXIT_CODES_HELP)(operations.run_now)

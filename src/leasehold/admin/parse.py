@@ -65,6 +65,23 @@ def run_after(text: str | None, now: datetime | None = None) -> datetime | None:
     return moment
 
 
+def before(text: str | None, now: datetime | None = None) -> datetime | None:
+    """An RFC 3339 time with an offset, or an age: 90s, 15m, 2h, 7d ago."""
+    if text is None:
+        return None
+    match = _DURATION.match(text.strip())
+    if match:
+        seconds = float(match[1]) * _UNIT_SECONDS[match[2]]
+        return (now or datetime.now(UTC)) - timedelta(seconds=seconds)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        fail(f"--finished-before: {text!r} is neither a time nor an age (2h, 7d)", EXIT_USAGE)
+    if moment.tzinfo is None:
+        fail(f"--finished-before: {text!r} has no UTC offset; add one, e.g. Z", EXIT_USAGE)
+    return moment
+
+
 def status(text: str | None) -> JobStatus | None:
     if text is None:
         return None

@@ -182,6 +182,15 @@ def stats_view(stats: dict[str, Any], width: int) -> RenderableType:
     by_queue: dict[str, dict[str, int]] = stats.get("by_queue") or {}
     if set(by_queue) - {"default"}:
         parts += _breakdown("by queue", "QUEUE", by_queue, statuses, width)
+    for gap in stats.get("unserved") or []:
+        n = gap["queued"]
+        parts.append(
+            Text(
+                f"no live worker serves kind {gap['kind']!r} in queue {gap['queue']!r}:"
+                f" {n} job{'' if n == 1 else 's'} waiting",
+                style="bold yellow",
+            )
+        )
     return Group(*parts)
 
 

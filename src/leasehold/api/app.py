@@ -16,6 +16,7 @@ from leasehold.api.fastpath import FastEnqueue
 from leasehold.api.health import router as health_router
 from leasehold.api.limits import BodyLimit, route_caps
 from leasehold.api.openapi import install_openapi
+from leasehold.api.operations import router as operations_router
 from leasehold.api.protocol import ProtocolHeader
 from leasehold.api.protocol import router as protocol_router
 from leasehold.api.requestlog import RequestLog
@@ -23,7 +24,9 @@ from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
+from leasehold.core.operations import Operations
 from leasehold.core.reaper import Reaper
+from leasehold.core.retention import Pruner, Retention
 from leasehold.core.scheduler import Scheduler
 from leasehold.core.service import JobService
 from leasehold.dashboard import mount_dashboard
@@ -59,6 +62,13 @@ def create_app(
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
+    operations = Operations(service)
+    retention = Retention(
+        settings.retain_completed_seconds,
+        settings.retain_cancelled_seconds,
+        settings.retain_dead_seconds,
+    )
+    pruner = Pruner(store, retention, settings.prune_interval_seconds)
     scheduler = Scheduler(
         service, settings.schedule_interval_seconds, settings.schedule_grace_seconds
     )
@@ -66,6 +76,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await store.open()
+        await operations.load()
         if authenticator.open:
             log.warning("auth.open", detail="no token configured: every caller is admin")
         else:
@@ -73,6 +84,7 @@ def create_app(
         tasks = [
             asyncio.create_task(reaper.run(), name="leasehold-reaper"),
             asyncio.create_task(scheduler.run(), name="leasehold-scheduler"),
+            asyncio.create_task(pruner.run(), name="leasehold-pruner"),
         ]
         try:
             yield
@@ -105,11 +117,14 @@ def create_app(
     app.state.authenticator = authenticator
     app.state.reaper = reaper
     app.state.scheduler = scheduler
+    app.state.operations = operations
+    app.state.pruner = pruner
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(health_router)
     app.include_router(scheduling_router)
     app.include_router(protocol_router)
+    app.include_router(operations_router)
     mount_dashboard(app)
     mount_docs(app)
     install_openapi(app)

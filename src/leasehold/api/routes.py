@@ -174,6 +174,7 @@ async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | No
             body.priority,
             body.queue,
             body.headers,
+            body.timeout_seconds,
         )
     )
     tag_jobs([inserted.job.id])
@@ -199,6 +200,7 @@ async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response
                 j.priority,
                 j.queue,
                 j.headers,
+                j.timeout_seconds,
             )
             for j in body.jobs
         ]
@@ -308,16 +310,32 @@ async def list_jobs(
     kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    queue: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    error_contains: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
+    idempotency_key: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
+    order: Annotated[Literal["asc", "desc"], Query(description="by id: oldest first")] = "asc",
     fields: Annotated[
         Literal["full", "summary"],
         Query(description="`summary` leaves each job's payload and result out"),
     ] = "full",
 ) -> Response:
-    """A page in id order. It also ends early, with a ``next_cursor``, before its jobs'
-    payloads and results pass the answer budget (``--max-answer-bytes``)."""
+    """A page by id (``order=desc``: newest first), filtered. It also ends early, with a
+    ``next_cursor``, before its jobs' payloads and results pass the answer budget
+    (``--max-answer-bytes``)."""
     summary = fields == "summary"
     budget = request.app.state.settings.max_answer_bytes
-    query = JobFilter(status, kind, _cursor(cursor), limit, max_bytes=budget, summary=summary)
+    query = JobFilter(
+        status,
+        kind,
+        _cursor(cursor),
+        limit,
+        queue,
+        error_contains,
+        idempotency_key,
+        order == "desc",
+        max_bytes=budget,
+        summary=summary,
+    )
     page = await service_of(request).list_jobs(query)
     more = page and (len(page) == limit or page.cut)
     wire = [summary_wire(j) for j in page] if summary else [job_json(j) for j in page]

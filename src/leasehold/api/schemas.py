@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from leasehold.core.schedule import RESERVED_KEY_PREFIX, CatchUp, Schedule, ScheduleSpec
+from leasehold.core.transitions import summary_line
 from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
@@ -119,6 +120,9 @@ LeaseSeconds = Annotated[
     StrictFloat,
     Field(gt=0, le=MAX_LEASE_SECONDS, allow_inf_nan=False, description="lease length"),
 ]
+TimeoutSeconds = Annotated[
+    StrictFloat, Field(gt=0, le=MAX_LEASE_SECONDS, allow_inf_nan=False, description="time limit")
+]
 # Times the coordinator can store and read back on every backend.
 EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_TIME = datetime(9999, 1, 1, tzinfo=UTC)
@@ -170,6 +174,11 @@ class EnqueueRequest(Strict):
         default=None,
         description="strings handed to every worker that leases the job (e.g. W3C trace"
         " context: traceparent, tracestate); not part of the idempotency comparison",
+    )
+    timeout_seconds: TimeoutSeconds | None = Field(
+        default=None,
+        description="the worker stops an attempt that runs longer and fails it (retryable)"
+        " with error type 'timeout' (default: the handler's own, else none)",
     )
 
 
@@ -289,6 +298,12 @@ class JobOut(BaseModel):
     headers: dict[str, str] | None = Field(
         default=None, description="what the producer sent with the job (trace context)"
     )
+    timeout_seconds: float | None = Field(
+        default=None, description="the attempt's time limit in seconds (null: none)"
+    )
+    error_summary: str | None = Field(
+        default=None, description="the last line of last_error: the exception and message"
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -313,6 +328,8 @@ class JobOut(BaseModel):
             queue=job.queue,
             cancel_requested=job.cancel_requested,
             headers=job.headers,
+            timeout_seconds=job.timeout_seconds,
+            error_summary=summary_line(job.last_error),
         )
 
 
@@ -451,6 +468,16 @@ class StatsOut(BaseModel):
     )
     completed_last_minute: int
     failed_last_minute: int
+    unserved: list[UnservedOut] = Field(
+        default_factory=list,
+        description="queued jobs of a kind in a queue that no live worker serves",
+    )
+
+
+class UnservedOut(BaseModel):
+    queue: str
+    kind: str
+    queued: int
 
 
 class Health(BaseModel):

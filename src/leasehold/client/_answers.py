@@ -176,9 +176,14 @@ def parse_job(data: Any) -> Job:
             queue=str(data.get("queue", DEFAULT_QUEUE)),
             cancel_requested=bool(data.get("cancel_requested", False)),
             headers=data.get("headers"),  # absent from coordinators before headers
+            timeout_seconds=_float_or_none(data.get("timeout_seconds")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise LeaseholdError(f"the coordinator's answer is not a job: {exc!r}") from exc
+
+
+def _float_or_none(value: Any) -> float | None:
+    return float(value) if value is not None else None
 
 
 def parse_attempt(job_id: int, data: Any) -> Attempt:

@@ -125,6 +125,7 @@ class Client:
         priority: int | None = None,
         queue: str | None = None,
         headers: dict[str, str] | None = None,
+        timeout_seconds: float | None = None,
     ) -> Job:
         """Add a job; the coordinator's defaults apply to what is not given.
 
@@ -139,7 +140,15 @@ class Client:
         """
         with tracing.producing(kind) as span:
             new = NewJob(
-                kind, payload, max_attempts, run_after, idempotency_key, priority, queue, headers
+                kind,
+                payload,
+                max_attempts,
+                run_after,
+                idempotency_key,
+                priority,
+                queue,
+                headers,
+                timeout_seconds,
             )
             job = parse_job(await self._call("POST", "/jobs", new.body()))
             tracing.sent(span, [job.id])
@@ -337,6 +346,58 @@ class Client:
         body = drop_none(kind=kind, error_contains=error_contains, limit=limit)
         data = await self._call("POST", "/jobs/requeue", body)
         return int(data["requeued"])
+
+    async def delete(self, job_id: int) -> None:
+        """Delete a job and its history; a running job is refused (cancel it first)."""
+        await self._call("DELETE", f"/jobs/{job_id}")
+
+    async def delete_where(
+        self,
+        *,
+        status: JobStatus | str | None = None,
+        kind: str | None = None,
+        queue: str | None = None,
+        finished_before: datetime | None = None,
+        limit: int = 1000,
+    ) -> int:
+        """Delete up to ``limit`` jobs matching the filter (never running ones); how many."""
+        body = drop_none(
+            status=status and str(status),
+            kind=kind,
+            queue=queue,
+            finished_before=finished_before.isoformat() if finished_before else None,
+            limit=limit,
+        )
+        data = await self._call("POST", "/jobs/delete", body)
+        return int(data["deleted"])
+
+    async def run_now(self, job_id: int) -> Job:
+        """Make a queued job that waits for its run_after due at once."""
+        return parse_job(await self._call("POST", f"/jobs/{job_id}/run-now"))
+
+    async def queues(self) -> builtins.list[dict[str, Any]]:
+        """Each queue's counts, oldest waiting job, throughput and pause (parsed JSON)."""
+        data = await self._call("GET", "/queues")
+        queues: builtins.list[dict[str, Any]] = data["queues"]
+        return queues
+
+    async def pause(self, queue: str) -> None:
+        """Lease nothing more from the queue until it is resumed; running jobs finish."""
+        await self._call("POST", f"/queues/{quote(queue, safe='')}/pause")
+
+    async def resume(self, queue: str) -> None:
+        await self._call("POST", f"/queues/{quote(queue, safe='')}/resume")
+
+    async def heartbeat(self, beat: Mapping[str, Any]) -> dict[str, Any]:
+        """Tell the coordinator this worker is alive (``POST /workers/heartbeat``)."""
+        data: dict[str, Any] = await self._call("POST", "/workers/heartbeat", beat)
+        return data
+
+    async def workers(self) -> builtins.list[dict[str, Any]]:
+        """Live workers and those gone within the last hour (parsed JSON)."""
+        data = await self._call("GET", "/workers")
+        workers: builtins.list[dict[str, Any]] = data["workers"]
+        return workers
 
     async def stats(self) -> dict[str, Any]:
         """The coordinator's ``GET /stats``, as parsed JSON."""

@@ -27,6 +27,7 @@ class NewJob:
     priority: int | None = None
     queue: str | None = None
     headers: dict[str, str] | None = None  # handed to the workers; see inject_headers
+    timeout_seconds: float | None = None
 
     def body(self) -> dict[str, Any]:
         """The enqueue request. A job without a key gets a random one, so that a retried
@@ -39,5 +40,6 @@ class NewJob:
             priority=self.priority,
             queue=self.queue,
             headers=inject_headers(self.headers),
+            timeout_seconds=self.timeout_seconds,
         )
         return {**fields, "payload": self.payload}

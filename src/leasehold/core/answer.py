@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import structlog
 
-from leasehold.core.transitions import Outcome
+from leasehold.core.transitions import Outcome, summary_line
 from leasehold.errors import Unanswerable
 from leasehold.model import Job, JobStatus
 
@@ -50,6 +50,8 @@ def job_wire(job: Job) -> dict[str, Any]:
         "queue": job.queue,
         "cancel_requested": job.cancel_requested,
         "headers": job.headers,
+        "timeout_seconds": job.timeout_seconds,
+        "error_summary": summary_line(job.last_error),
     }
 
 

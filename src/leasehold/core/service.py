@@ -33,8 +33,10 @@ from leasehold.core.transitions import (
     decide_release,
     decide_renew,
     decide_requeue,
+    decide_run_now,
     normalized_fingerprints,
 )
+from leasehold.core.workers import LIVE_SECONDS
 from leasehold.errors import (
     JobNotFound,
     LeaseholdError,
@@ -76,6 +78,7 @@ class Enqueue:
     priority: int | None = None
     queue: str | None = None
     headers: dict[str, str] | None = None  # not in the fingerprint: see DESIGN.md §21
+    timeout_seconds: float | None = None
 
     def new_job(self) -> NewJob:
         canonical, earlier = normalized_fingerprints(
@@ -86,6 +89,7 @@ class Enqueue:
             self.priority,
             self.queue,
             default_max_attempts=DEFAULT_MAX_ATTEMPTS,
+            timeout_seconds=self.timeout_seconds,
         )
         return NewJob(
             kind=self.kind,
@@ -97,6 +101,7 @@ class Enqueue:
             priority=self.priority or 0,
             queue=self.queue or DEFAULT_QUEUE,
             headers=self.headers,
+            timeout_seconds=self.timeout_seconds,
             also_matches=earlier,
         )
 
@@ -274,6 +279,8 @@ class JobService:
         self._due_task: asyncio.Task[None] | None = None
         self.metrics = Metrics()
         self.stopping = False
+        # Queues known to be paused (kept by core.operations): their jobs wake no lessee.
+        self.paused: frozenset[str] = frozenset()
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
 
     def _start_due_timer(self) -> None:
@@ -328,7 +335,8 @@ class JobService:
         answer.seal(answer.provisional(r.kind, r.payload) for r in requests)
         new_jobs = [r.new_job() for r in requests]
         await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
-        claimed = await self._claim_waiters([j for j in new_jobs if j.run_after is None])
+        due = [j for j in new_jobs if j.run_after is None and j.queue not in self.paused]
+        claimed = await self._claim_waiters(due)
         handed = 0
         if claimed:
             both = await self.store.job_insert_and_lease(new_jobs, [w.request for w in claimed])
@@ -341,7 +349,8 @@ class JobService:
         else:
             inserted = await self.store.job_insert_many(new_jobs)
         created = [i.job for i in inserted if i.created]
-        self.wakeup.notify(max(0, len(created) - handed))
+        leasable = sum(job.queue not in self.paused for job in created)
+        self.wakeup.notify(max(0, leasable - handed))
         self.due.arm(min((j.run_after for j in created), default=None))
         for job in created:
             # Debug, as job.leased: per job per step, they would double a busy coordinator's
@@ -532,7 +541,8 @@ class JobService:
         return await self._figures.get()
 
     async def _compute_stats(self) -> Stats:
-        return summarize(await self.store.stats(WINDOWS))
+        snapshot = await self.store.stats(WINDOWS)
+        return summarize(snapshot, await self.store.workers_list(LIVE_SECONDS))
 
     async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         await self.get(job_id)
@@ -542,6 +552,10 @@ class JobService:
 
     async def requeue(self, job_id: int) -> Job:
         return await self._decide(job_id, None, _requeue)
+
+    async def run_now(self, job_id: int) -> Job:
+        """Make a queued job that waits for its run_after due at once."""
+        return await self._decide(job_id, None, _run_now)
 
     async def cancel(self, job_id: int) -> Job:
         """Cancel a job: at once unless it is running (then at its holder's next report)."""
@@ -684,6 +698,10 @@ def _expire(token: int, job: Job, now: datetime) -> Outcome:
 
 def _requeue(job: Job, now: datetime) -> Outcome:
     return decide_requeue(job, now)
+
+
+def _run_now(job: Job, now: datetime) -> Outcome:
+    return decide_run_now(job, now)
 
 
 def _cancel(job: Job, now: datetime) -> Outcome:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
+from leasehold.core.workers import Unserved, unserved
 from leasehold.model import OTHER as OTHER  # also named here, where callers find them
 from leasehold.model import TOP_NAMES as TOP_NAMES
 from leasehold.model import JobStatus
 from leasehold.store.base import StatsSnapshot
+from leasehold.store.ops import WorkerSeen
 
 RATE_WINDOW_SECONDS = 60
 """'last minute' figures count events in the last 60 seconds (to the second)."""
@@ -46,6 +49,8 @@ class Stats:
     oldest_queued_age_seconds: float | None
     completed_last_minute: int
     failed_last_minute: int
+    # Queued work that no live worker serves (heartbeats only; see core/workers.py).
+    unserved: list[Unserved] = field(default_factory=list)
 
 
 def _average(sums: dict[tuple[str, str], tuple[int, float]], event: str) -> float | None:
@@ -76,8 +81,9 @@ def fold(table: dict[str, dict[str, int]], top: int = TOP_NAMES) -> dict[str, di
     return kept
 
 
-def summarize(snapshot: StatsSnapshot) -> Stats:
-    """Every status appears (zero included); averages are None when nothing happened."""
+def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats:
+    """Every status appears (zero included); averages are None when nothing happened.
+    ``live``: the workers live now, to tell which queued work none of them serves."""
     by_status = dict.fromkeys((s.value for s in JobStatus), 0)
     by_kind: dict[str, dict[str, int]] = {}
     for (kind, status), n in snapshot.counts.items():
@@ -110,4 +116,5 @@ def summarize(snapshot: StatsSnapshot) -> Stats:
         oldest_queued_age_seconds=oldest,
         completed_last_minute=_window_count(recent, "completed"),
         failed_last_minute=_window_count(recent, "failed"),
+        unserved=unserved(snapshot.queued_pairs, live),
     )

@@ -316,6 +316,49 @@ def decide_cancel(job: Job, now: datetime) -> Outcome:
     return Outcome(cancelled, changed=True, events=("cancelled",))
 
 
+def decide_run_now(job: Job, now: datetime) -> Outcome:
+    """An operator makes a queued job that waits for its run_after (a retry's backoff, a
+    job enqueued for later) due at once. A queued job already due is left as it is; any
+    other state is refused: only queued jobs wait to be leased."""
+    if job.status is not JobStatus.QUEUED:
+        return _rejected(
+            job,
+            InvalidTransition(f"job {job.id} is {job.status}; only a queued job can run now"),
+        )
+    if job.run_after <= now:
+        return _unchanged(job)
+    return Outcome(job.replace(run_after=now), changed=True)
+
+
+DELETABLE: tuple[JobStatus, ...] = (
+    JobStatus.QUEUED,
+    JobStatus.COMPLETED,
+    JobStatus.DEAD,
+    JobStatus.CANCELLED,
+)
+"""States a job may be deleted in. A running job is not: its holder would report into a
+void and its attempt would vanish mid-flight; cancel it first (it ends cancelled at its
+holder's next report, or when its lease runs out), then delete it."""
+
+
+def check_delete(job: Job) -> LeaseholdError | None:
+    """Why the job cannot be deleted now, or None if it can."""
+    if job.status in DELETABLE:
+        return None
+    return InvalidTransition(
+        f"job {job.id} is {job.status}; cancel it first (a running job is not deleted)"
+    )
+
+
+def summary_line(error: str | None) -> str | None:
+    """The last non-blank line of an error: for a traceback, the exception type and its
+    message, which is what a list of failed jobs needs to show."""
+    if error is None:
+        return None
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
 def request_fingerprint(
     kind: str,
     payload: JSON,
@@ -323,6 +366,7 @@ def request_fingerprint(
     run_after: datetime | None,
     priority: int | None = None,
     queue: str | None = None,
+    timeout_seconds: float | None = None,
 ) -> str:
     """A digest of an enqueue request as given, to tell a retry from a different request.
 
@@ -332,6 +376,8 @@ def request_fingerprint(
     given: list[JSON] = [kind, payload, max_attempts, run_after.isoformat() if run_after else None]
     if priority is not None or queue is not None:
         given += [priority, queue]
+    if timeout_seconds is not None:  # likewise added only when given
+        given += [{"timeout_seconds": timeout_seconds}]
     return hashlib.sha256(orjson.dumps(given, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
@@ -344,6 +390,7 @@ def normalized_fingerprints(
     queue: str | None,
     *,
     default_max_attempts: int,
+    timeout_seconds: float | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """The fingerprint of an enqueue request with its defaults filled in, so a retry that
     spells out a default (``priority: 0``) is the same request as one that leaves it out;
@@ -359,6 +406,9 @@ def normalized_fingerprints(
         run_after.astimezone(UTC) if run_after is not None else None,
         None if priority == 0 else priority,
         None if queue == DEFAULT_QUEUE else queue,
+        timeout_seconds,
     )
-    as_given = request_fingerprint(kind, payload, max_attempts, run_after, priority, queue)
+    as_given = request_fingerprint(
+        kind, payload, max_attempts, run_after, priority, queue, timeout_seconds
+    )
     return canonical, (() if as_given == canonical else (as_given,))

@@ -29,6 +29,7 @@ from leasehold.model import (
     ScheduleSpec,
     schedule_idempotency_key,
 )
+from leasehold.store.ops import DeleteFilter, QueuesSnapshot, WorkerBeat, WorkerSeen
 
 Decide = Callable[[Job, datetime], Outcome]
 """A rule bound to its request: takes the stored job and now, returns the outcome."""
@@ -45,6 +46,7 @@ class NewJob:
     priority: int = 0
     queue: str = DEFAULT_QUEUE
     headers: dict[str, str] | None = None  # not part of request_hash (DESIGN.md §21)
+    timeout_seconds: float | None = None
     # Fingerprints an earlier release computed for this same request (as given, before
     # defaults were filled in): a key stored then still matches its retry now.
     also_matches: tuple[str, ...] = ()
@@ -97,8 +99,12 @@ def lease_order(job: Job) -> tuple[int, datetime, int]:
 class JobFilter:
     status: JobStatus | None = None
     kind: str | None = None
-    after_id: int | None = None  # cursor: jobs with a larger id
+    after_id: int | None = None  # cursor: jobs after this id in the list's order
     limit: int = 100
+    queue: str | None = None
+    error_contains: str | None = None  # a substring of last_error
+    idempotency_key: str | None = None
+    descending: bool = False  # newest first
     # Stop the page before the jobs' payloads and results (as stored JSON) pass this many
     # bytes; the first job is always included. None: no budget.
     max_bytes: int | None = None
@@ -141,6 +147,8 @@ class StatsSnapshot:
     windows: dict[int, dict[tuple[str, str], tuple[int, float]]]
     oldest_available_at: datetime | None  # run_after of the longest-waiting available job
     queue_counts: dict[tuple[str, JobStatus], int] = field(default_factory=dict)  # by queue
+    # (queue, kind) -> queued jobs: what a worker would have to serve to take them
+    queued_pairs: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,4 +333,37 @@ class Store(Protocol):
 
     async def limit_list(self) -> list[KindLimit]:
         """Every limit, by kind, with the kind's running jobs counted now."""
+        ...
+
+    # -- operations: deleting, paused queues, workers (store/ops.py) ----------------------
+
+    async def jobs_delete(self, query: DeleteFilter) -> int:
+        """Delete up to ``query.limit`` jobs matching the filter, with their attempt records,
+        in one short transaction; how many went. Running jobs are never deleted. On a shared
+        database, rows another transaction holds are skipped (left to it or the next batch)."""
+        ...
+
+    async def queue_pause(self, queue: str) -> bool:
+        """Pause a queue; False if it was paused already."""
+        ...
+
+    async def queue_resume(self, queue: str) -> bool:
+        """Resume a queue; False if it was not paused."""
+        ...
+
+    async def queues_snapshot(self, window_seconds: int) -> QueuesSnapshot:
+        """Paused queues, each queue's oldest available job and its completions in the last
+        ``window_seconds``, in one read."""
+        ...
+
+    async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen:
+        """Record a worker's heartbeat, last seen now."""
+        ...
+
+    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
+        """Workers seen within the last ``seen_within_seconds``, most recently seen first."""
+        ...
+
+    async def workers_forget(self, unseen_for_seconds: float) -> int:
+        """Drop workers not seen for ``unseen_for_seconds``; how many."""
         ...

@@ -36,6 +36,7 @@ from leasehold.model import (
     ScheduleSpec,
 )
 from leasehold.store import postgres_lease_ids as lease_ids
+from leasehold.store import postgres_ops as ops
 from leasehold.store import postgres_pick as pick
 from leasehold.store import postgres_sched as sched
 from leasehold.store.base import (
@@ -58,6 +59,7 @@ from leasehold.store.base import (
     scheduled_job,
 )
 from leasehold.store.migrations import migrations
+from leasehold.store.ops import DeleteFilter, QueuesSnapshot, WorkerBeat, WorkerSeen
 
 log = structlog.get_logger("leasehold")
 
@@ -168,6 +170,7 @@ def _job(row: asyncpg.Record) -> Job:
         cancel_requested=row["cancel_requested"],
         releases=row["releases"],
         headers=orjson.loads(row["headers"]) if row["headers"] is not None else None,
+        timeout_seconds=row["timeout_seconds"],
     )
 
 
@@ -419,8 +422,8 @@ class PostgresStore:
         # so two coordinators given the same key never both create a job.
         row = await conn.fetchrow(
             "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-            " idempotency_key, request_hash, priority, queue, headers)"
-            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9)"
+            " idempotency_key, request_hash, priority, queue, headers, timeout_seconds)"
+            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9, $10)"
             f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}",
             new.kind,
             _json(new.payload),
@@ -431,6 +434,7 @@ class PostgresStore:
             new.priority,
             new.queue,
             _json(new.headers) if new.headers is not None else None,
+            new.timeout_seconds,
         )
         if row is not None:
             return Inserted(_job(row), created=True)
@@ -501,9 +505,16 @@ class PostgresStore:
         kinds: list[str] | None,
         queues: list[str] | None,
     ) -> list[asyncpg.Record]:
-        """A lease that some kind's limit applies to: lock the limited kinds' rows, count
-        their running jobs, and lease no kind past its room, in one transaction."""
+        """A lease that some kind's limit or a paused queue applies to: leave the paused
+        queues out, lock the limited kinds' rows, count their running jobs, and lease no
+        kind past its room, in one transaction."""
         async with conn.transaction():
+            paused = {r["queue"] for r in await conn.fetch(pick.PAUSED)}
+            if paused:
+                wanted = queues or [r["queue"] for r in await conn.fetch(pick.QUEUED_QUEUES)]
+                queues = [q for q in wanted if q not in paused]
+                if not queues:
+                    return []
             if kinds is None:
                 kinds = [r["kind"] for r in await conn.fetch(pick.QUEUED_KINDS, _MAX_KINDS_SCANNED)]
             room = dict.fromkeys(kinds, request.max_jobs)
@@ -596,15 +607,9 @@ class PostgresStore:
         return [Expired(r["id"], r["lease_token"]) for r in rows]
 
     async def job_list(self, query: JobFilter) -> JobList:
-        where = ["id > $1"]
-        params: list[object] = [query.after_id or 0]
-        if query.status is not None:
-            params.append(query.status)
-            where.append(f"status = ${len(params)}")
-        if query.kind is not None:
-            params.append(query.kind)
-            where.append(f"kind = ${len(params)}")
+        where, params = ops.list_where(query)
         params.append(query.limit)
+        order = "id DESC" if query.descending else "id"
         columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
         size = (
             "0"
@@ -613,19 +618,19 @@ class PostgresStore:
         )
         page_sql = (
             f"SELECT {columns}, {size} AS size"
-            f" FROM jobs WHERE {' AND '.join(where)} ORDER BY id LIMIT ${len(params)}"
+            f" FROM jobs WHERE {where} ORDER BY {order} LIMIT ${len(params)}"
         )
         params.append(query.max_bytes if query.max_bytes is not None else -1)
         # The budget is applied in the database, so a page over it never reaches memory
-        # here: the running total of sizes in id order, the first job always kept.
+        # here: the running total of sizes in the list's order, the first job always kept.
         sql = (
             "SELECT *, count(*) OVER () AS listed FROM (SELECT *, sum(size) OVER"
-            " (ORDER BY id) AS spent, row_number() OVER (ORDER BY id) AS nth"
+            f" (ORDER BY {order}) AS spent, row_number() OVER (ORDER BY {order}) AS nth"
             f" FROM ({page_sql}) AS page) AS paged"
         )
         sql = (
             f"SELECT * FROM ({sql}) AS budgeted WHERE ${len(params)} < 0"
-            f" OR spent <= ${len(params)} OR nth = 1 ORDER BY id"
+            f" OR spent <= ${len(params)} OR nth = 1 ORDER BY {order}"
         )
         async with self._connection() as conn:
             rows = await conn.fetch(sql, *params)
@@ -697,6 +702,7 @@ class PostgresStore:
             now: datetime = await conn.fetchval("SELECT now()")
             counts: Counter[tuple[str, JobStatus]] = Counter()
             queue_counts: Counter[tuple[str, JobStatus]] = Counter()
+            queued_pairs: Counter[tuple[str, str]] = Counter()
             totals: dict[tuple[str, str], int] = {}
             for r in await conn.fetch(
                 "SELECT name, kind, queue, sum(value)::bigint AS n FROM counters"
@@ -707,6 +713,8 @@ class PostgresStore:
                         status = JobStatus(r["name"].removeprefix("jobs:"))
                         counts[r["kind"], status] += r["n"]
                         queue_counts[r["queue"], status] += r["n"]
+                        if status is JobStatus.QUEUED:
+                            queued_pairs[r["queue"], r["kind"]] += r["n"]
                 else:
                     totals[r["name"], r["kind"]] = r["n"]
             sums: dict[int, dict[tuple[str, str], tuple[int, float]]] = {}
@@ -719,7 +727,9 @@ class PostgresStore:
                 sums[window] = {(r["name"], r["kind"]): (r["n"], r["total"]) for r in rows}
             oldest: datetime | None = await conn.fetchval(pick.OLDEST_AVAILABLE)
         available = oldest if oldest is not None and oldest <= now else None
-        return StatsSnapshot(now, dict(counts), totals, sums, available, dict(queue_counts))
+        return StatsSnapshot(
+            now, dict(counts), totals, sums, available, dict(queue_counts), dict(queued_pairs)
+        )
 
     async def prune(self, keep_seconds: int) -> None:
         async with self._connection() as conn:
@@ -776,3 +786,41 @@ class PostgresStore:
     async def limit_list(self) -> list[KindLimit]:
         async with self._connection() as conn:
             return await sched.limit_list(conn)
+
+    # -- operations: deleting, paused queues, workers (postgres_ops.py) -----------------
+
+    async def jobs_delete(self, query: DeleteFilter) -> int:
+        async with self._transaction() as conn:
+            gone = await ops.jobs_delete(conn, query)
+            tally = _Tally()
+            for row in gone:
+                tally.add(f"jobs:{row['status']}", row["kind"], -1, queue=row["queue"])
+            await _count(conn, tally)
+            return len(gone)
+
+    async def queue_pause(self, queue: str) -> bool:
+        async with self._connection() as conn:
+            return await ops.queue_pause(conn, queue)
+
+    async def queue_resume(self, queue: str) -> bool:
+        async with self._transaction() as conn:
+            resumed = await ops.queue_resume(conn, queue)
+            if resumed:
+                await conn.execute(_NOTIFY)  # wakes long polls on every coordinator
+            return resumed
+
+    async def queues_snapshot(self, window_seconds: int) -> QueuesSnapshot:
+        async with self._transaction() as conn:
+            return await ops.queues_snapshot(conn, window_seconds)
+
+    async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen:
+        async with self._connection() as conn:
+            return await ops.worker_beat(conn, beat)
+
+    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
+        async with self._connection() as conn:
+            return await ops.workers_list(conn, seen_within_seconds)
+
+    async def workers_forget(self, unseen_for_seconds: float) -> int:
+        async with self._connection() as conn:
+            return await ops.workers_forget(conn, unseen_for_seconds)

@@ -9,6 +9,10 @@ queued job of those kinds or walk the whole queue for a rare kind. Each head loc
 ``n`` rows (``FOR UPDATE SKIP LOCKED``) and only ``n`` are leased; the rest are unlocked at
 commit, a moment later.
 
+Paused queues take the same way: the plain statement leases nothing when a queue it could
+pick from is paused, and the store runs the capped form narrowed to the queues that are
+not paused (an empty or tiny table probed once per lease while nothing is paused).
+
 Per-kind concurrency limits. The plain statement leases only when no limit applies to
 what it could pick (a one-time filter on ``kind_limits``, so it costs one probe of an
 empty or small table), and says so in its answer. Otherwise the store runs the capped form
@@ -28,7 +32,8 @@ COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
     " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
-    " headers"
+    " headers,"
+    " timeout_seconds"
 )
 SHARD: Final = "pg_backend_pid() % 16"
 SECOND: Final = "floor(extract(epoch FROM now()))::bigint"
@@ -79,6 +84,10 @@ def lease_sql(*, kinds: bool, queues: bool, capped: bool) -> str:
         limited = f"EXISTS (SELECT 1 FROM kind_limits WHERE kind = ANY({n_kinds}::text[]))"
     else:
         limited = "EXISTS (SELECT 1 FROM kind_limits)"
+    if not capped:
+        # A paused queue sends the lease to the capped form too, which leaves it out.
+        paused = f" WHERE queue = ANY({n_queues}::text[])" if queues else ""
+        limited += f" OR EXISTS (SELECT 1 FROM queue_pauses{paused})"
     pick = _pick(kinds, queues, capped, n_kinds, n_caps, n_queues)
     return _LEASE.format(limited=limited, pick=pick)
 
@@ -177,3 +186,12 @@ NEXT_RUN_AFTER: Final = (
     " AND priority = p.priority AND run_after > $1 ORDER BY priority DESC, run_after LIMIT 1))"
     " FROM p WHERE p.priority IS NOT NULL"
 )
+QUEUED_QUEUES: Final = (
+    # A loose index scan over jobs_pick_queue: one probe per queue that has queued jobs.
+    "WITH RECURSIVE q(queue) AS ("
+    " (SELECT queue FROM jobs WHERE status = 'queued' ORDER BY queue, priority DESC LIMIT 1)"
+    " UNION ALL SELECT (SELECT queue FROM jobs WHERE status = 'queued' AND queue > q.queue"
+    " ORDER BY queue, priority DESC LIMIT 1) FROM q WHERE q.queue IS NOT NULL"
+    ") SELECT queue FROM q WHERE queue IS NOT NULL"
+)
+PAUSED: Final = "SELECT queue FROM queue_pauses"

@@ -43,6 +43,7 @@ from leasehold.model import (
     ScheduleSpec,
 )
 from leasehold.store import sqlite_lease_ids as lease_ids
+from leasehold.store import sqlite_ops as ops
 from leasehold.store import sqlite_sched as sched
 from leasehold.store.base import (
     AttemptPage,
@@ -64,6 +65,7 @@ from leasehold.store.base import (
     scheduled_job,
 )
 from leasehold.store.migrations import migrations
+from leasehold.store.ops import DeleteFilter, QueuesSnapshot, WorkerBeat, WorkerSeen
 from leasehold.store.sqlite_pick import next_run_after, oldest_available, pick
 from leasehold.store.sqlite_read import Readers
 
@@ -75,7 +77,8 @@ _COLUMNS: Final = (
     "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
     " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
     " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
-    " headers"
+    " headers,"
+    " timeout_seconds"
 )
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
@@ -133,6 +136,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         cancel_requested=bool(row[21]),
         releases=row[22],
         headers=orjson.loads(row[23]) if row[23] is not None else None,
+        timeout_seconds=row[24],
     )
 
 
@@ -465,7 +469,7 @@ class SqliteStore:
         created_at = datetime.fromtimestamp(now, UTC)
         for start in range(0, len(fresh), _INSERT_CHUNK):
             chunk = fresh[start : start + _INSERT_CHUNK]
-            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            values = ",".join(["(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             rows: list[tuple[NewJob, str, float]] = []
             params: list[Any] = []
             for new in chunk:
@@ -482,10 +486,11 @@ class SqliteStore:
                     new.priority,
                     new.queue,
                     orjson.dumps(new.headers).decode() if new.headers is not None else None,
+                    new.timeout_seconds,
                 )
             ids = conn.execute(
                 "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-                " idempotency_key, request_hash, priority, queue, headers)"
+                " idempotency_key, request_hash, priority, queue, headers, timeout_seconds)"
                 f" VALUES {values} RETURNING id",
                 params,
             ).fetchall()
@@ -506,6 +511,7 @@ class SqliteStore:
                         priority=new.priority,
                         queue=new.queue,
                         headers=new.headers,
+                        timeout_seconds=new.timeout_seconds,
                     )
                 )
         return created
@@ -670,19 +676,13 @@ class SqliteStore:
         return await self._read(lambda conn: _dt(next_run_after(conn, after.timestamp())))
 
     async def job_list(self, query: JobFilter) -> JobList:
-        where: list[str] = ["id > ?"]
-        params: list[object] = [query.after_id or 0]
-        if query.status is not None:
-            where.append("status = ?")
-            params.append(query.status)
-        if query.kind is not None:
-            where.append("kind = ?")
-            params.append(query.kind)
+        where, params = ops.list_where(query)
+        order = "DESC" if query.descending else ""
         # Named, because without ANALYZE statistics SQLite may walk the primary key in id
         # order and filter every row; each filter has an index ending in id.
         index = _LIST_INDEXES[query.status is not None, query.kind is not None]
         columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
-        sql = f"SELECT {columns} FROM jobs {index} WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        sql = f"SELECT {columns} FROM jobs {index} WHERE {where} ORDER BY id {order} LIMIT ?"
 
         def op(conn: sqlite3.Connection) -> JobList:
             page = JobList()
@@ -760,11 +760,14 @@ class SqliteStore:
             second = int(now.timestamp())
             counts: Counter[tuple[str, JobStatus]] = Counter()
             queue_counts: Counter[tuple[str, JobStatus]] = Counter()
+            queued_pairs: dict[tuple[str, str], int] = {}
             for queue_name, kind, status, n in conn.execute(
                 "SELECT queue, kind, status, n FROM job_counts WHERE n <> 0"
             ):
                 counts[kind, JobStatus(status)] += n
                 queue_counts[queue_name, JobStatus(status)] += n
+                if status == JobStatus.QUEUED:
+                    queued_pairs[queue_name, kind] = n
             totals = {
                 (name, kind): n
                 for name, kind, n in conn.execute("SELECT name, kind, value FROM counters")
@@ -779,7 +782,13 @@ class SqliteStore:
                 window_sums[window] = {(name, kind): (n, total) for name, kind, n, total in rows}
             oldest = oldest_available(conn, now.timestamp())
             return StatsSnapshot(
-                now, dict(counts), totals, window_sums, _dt(oldest), dict(queue_counts)
+                now,
+                dict(counts),
+                totals,
+                window_sums,
+                _dt(oldest),
+                dict(queue_counts),
+                queued_pairs,
             )
 
         return await self._read(op)
@@ -836,6 +845,36 @@ class SqliteStore:
 
     async def limit_list(self) -> list[KindLimit]:
         return await self._read(sched.limit_list)
+
+    # -- operations: deleting, paused queues, workers (sqlite_ops.py) -------------------
+
+    async def jobs_delete(self, query: DeleteFilter) -> int:
+        return await self._call(lambda conn: ops.jobs_delete(conn, query, self._stamp()))
+
+    async def queue_pause(self, queue: str) -> bool:
+        return await self._call(lambda conn: ops.queue_pause(conn, queue, self._stamp()))
+
+    async def queue_resume(self, queue: str) -> bool:
+        return await self._call(lambda conn: ops.queue_resume(conn, queue))
+
+    async def queues_snapshot(self, window_seconds: int) -> QueuesSnapshot:
+        return await self._call(
+            lambda conn: ops.queues_snapshot(conn, self._stamp(), window_seconds)
+        )
+
+    async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen:
+        return await self._call(lambda conn: ops.worker_beat(conn, beat, self._stamp()))
+
+    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
+        since = self._stamp() - seen_within_seconds
+        return await self._call(lambda conn: ops.workers_list(conn, since))
+
+    async def workers_forget(self, unseen_for_seconds: float) -> int:
+        before = self._stamp() - unseen_for_seconds
+        return await self._call(lambda conn: ops.workers_forget(conn, before))
+
+    def _stamp(self) -> float:
+        return self._clock.now().timestamp()
 
 
 def _deliver(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:

@@ -12,12 +12,14 @@ kind's running jobs (from the job counts) and leasing in one transaction cannot 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 from typing import Final
 
+from leasehold.store import sqlite_ops as ops
 from leasehold.store.base import LeaseRequest
 
 _ORDER: Final = "ORDER BY priority DESC, run_after, id"
@@ -28,7 +30,17 @@ Head = tuple[int, float, int, str]  # (priority, run_after, id, kind)
 
 
 def pick(conn: sqlite3.Connection, request: LeaseRequest, now: float) -> list[int]:
-    """Ids of up to ``max_jobs`` jobs to lease, in lease order."""
+    """Ids of up to ``max_jobs`` jobs to lease, in lease order.
+
+    A paused queue is left out by narrowing the lease to the queues that are not paused
+    (read in this transaction: a pause that has committed is always seen)."""
+    paused = ops.paused_queues(conn)
+    if paused:
+        wanted = request.queues if request.queues is not None else ops.queued_queues(conn)
+        open_queues = tuple(q for q in dict.fromkeys(wanted) if q not in paused)
+        if not open_queues:
+            return []
+        request = dataclasses.replace(request, queues=open_queues)
     limits = dict(conn.execute("SELECT kind, max_running FROM kind_limits").fetchall())
     kinds = request.kinds
     if limits and kinds is None:

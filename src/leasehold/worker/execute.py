@@ -60,12 +60,20 @@ async def call_handler(handler: Handler, job: LeasedJob) -> Any:
     return result
 
 
-async def execute(handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced: Flag) -> Outcome:
-    """Run the handler until it ends, its lease is lost or a forced stop; what it came to.
+async def execute(
+    handler: Handler,
+    job: LeasedJob,
+    keeper: LeaseKeeper,
+    forced: Flag,
+    timeout_seconds: float | None = None,
+) -> Outcome:
+    """Run the handler until it ends, its lease is lost, its time limit passes or a forced
+    stop; what it came to.
 
-    On a lost lease, a cancelled job or a forced stop the handler is cancelled (a thread
-    cannot be, and runs on with its result dropped). A result that arrives after the lease
-    ran out is dropped too: another worker may hold the job by then.
+    On a lost lease, a cancelled job, a time limit or a forced stop the handler is
+    cancelled (a thread cannot be, and runs on with its result dropped). A result that
+    arrives after the lease ran out is dropped too: another worker may hold the job by then.
+    A time limit fails the attempt, retryable, with a ``timeout`` error.
     """
     loop = asyncio.get_running_loop()
     task = loop.create_task(call_handler(handler, job), name=f"leasehold-job-{job.id}")
@@ -74,15 +82,24 @@ async def execute(handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced:
     task.add_done_callback(end)
     keeper.lost.add_callback(end)
     forced.add_callback(end)
+    timer = loop.call_later(timeout_seconds, end) if timeout_seconds else None
     try:
         await ended
     except BaseException:
         task.cancel()
         raise
     finally:
+        if timer is not None:
+            timer.cancel()
         task.remove_done_callback(end)
         keeper.lost.remove_callback(end)
         forced.remove_callback(end)
+    timed_out = not task.done() and not keeper.lost.is_set() and not forced.is_set()
+    if timed_out and timeout_seconds is not None:
+        if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):
+            log.warning("job.cancel_ignored", waited_seconds=CANCEL_WAIT_SECONDS)
+        log.warning("job.timed_out", timeout_seconds=timeout_seconds)
+        return Failed(timeout_error(timeout_seconds))
     if not task.done():
         if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):
             log.warning("job.cancel_ignored", waited_seconds=CANCEL_WAIT_SECONDS)
@@ -94,6 +111,11 @@ async def execute(handler: Handler, job: LeasedJob, keeper: LeaseKeeper, forced:
             log.warning("lease.lost", reason="expired", error="the handler finished too late")
         return Interrupted("lease_lost")
     return outcome_of(task)
+
+
+def timeout_error(seconds: float) -> str:
+    """The error a timed-out attempt is failed with: its first word is the error type."""
+    return f"timeout: the handler ran longer than its time limit of {seconds:g} s"
 
 
 def _end(ended: asyncio.Future[None], *_: object) -> None:

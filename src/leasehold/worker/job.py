@@ -32,6 +32,7 @@ class LeasedJob:
     lease_expires_at: datetime
     worker_id: str
     headers: dict[str, str] | None = None  # as the producer sent them (trace context)
+    timeout_seconds: float | None = None  # the job's own time limit, if it carries one
 
     @classmethod
     def of(cls, lease: Lease, worker_id: str) -> LeasedJob:
@@ -47,4 +48,5 @@ class LeasedJob:
             lease_expires_at=job.lease_expires_at,
             worker_id=worker_id,
             headers=job.headers,
+            timeout_seconds=job.timeout_seconds,
         )

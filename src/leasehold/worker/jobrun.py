@@ -97,7 +97,8 @@ class JobRunner:
             with tracing.processing(
                 job.kind, job.id, job.attempt, job.token, job.worker_id, job.headers
             ) as span:
-                outcome = await execute(handler, job, keeper, self.forced)
+                limit = job.timeout_seconds or self.registry.timeout_of(job.kind)
+                outcome = await execute(handler, job, keeper, self.forced, limit)
                 tracing.processed(span, outcome.error if isinstance(outcome, Failed) else None)
         finally:
             self.renewer.remove(keeper)

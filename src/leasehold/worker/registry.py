@@ -44,6 +44,7 @@ class Registry(Mapping[str, Handler]):
 
     def __init__(self, handlers: Mapping[str, Handler] | None = None) -> None:
         self._handlers: dict[str, Handler] = {}
+        self._timeouts: dict[str, float] = {}
         self.startup: list[Hook] = []
         self.shutdown: list[Hook] = []
         for kind, handler in (handlers or {}).items():
@@ -68,23 +69,33 @@ class Registry(Mapping[str, Handler]):
     def of(cls, handlers: Registry | Mapping[str, Handler]) -> Registry:
         return handlers if isinstance(handlers, Registry) else cls(handlers)
 
-    def add(self, kind: str, handler: Handler) -> None:
+    def add(self, kind: str, handler: Handler, *, timeout_seconds: float | None = None) -> None:
+        """Register ``handler`` for ``kind``; ``timeout_seconds`` is the time limit of its
+        jobs that carry none of their own."""
         if not isinstance(kind, str) or not kind.strip():
             raise ValueError(f"a job kind is a non-empty string, not {kind!r}")
         if not callable(handler):
             raise TypeError(f"the handler for {kind!r} is not callable: {handler!r}")
         if kind in self._handlers:
             raise ValueError(f"kind {kind!r} already has a handler: {self._handlers[kind]!r}")
+        if timeout_seconds is not None:
+            if not timeout_seconds > 0:
+                raise ValueError(f"a time limit is over 0 seconds, not {timeout_seconds!r}")
+            self._timeouts[kind] = timeout_seconds
         self._handlers[kind] = handler
 
-    def handler(self, kind: str) -> Callable[[H], H]:
+    def handler(self, kind: str, *, timeout_seconds: float | None = None) -> Callable[[H], H]:
         """A decorator that registers the function as the handler of ``kind``."""
 
         def register(handler: H) -> H:
-            self.add(kind, handler)
+            self.add(kind, handler, timeout_seconds=timeout_seconds)
             return handler
 
         return register
+
+    def timeout_of(self, kind: str) -> float | None:
+        """The time limit the kind's handler declared, if any."""
+        return self._timeouts.get(kind)
 
     @property
     def kinds(self) -> tuple[str, ...]:

@@ -36,6 +36,8 @@ from leasehold.version import __version__
 from leasehold.worker.capacity import Capacity
 from leasehold.worker.context import Hook, WorkerContext, enter_worker, run_hook
 from leasehold.worker.execute import describe
+from leasehold.worker.heartbeat import beat_body, beat_forever
+from leasehold.worker.heartbeat import now as heartbeat_now
 from leasehold.worker.jobrun import JobRunner, Leased
 from leasehold.worker.registry import Registry
 from leasehold.worker.settings import WorkerSettings
@@ -84,6 +86,7 @@ class Worker:
         self._fatal: LeaseholdError | None = None
         self._grace: asyncio.TimerHandle | None = None
         self.context = WorkerContext(settings.worker_id, self.client.url)
+        self._started_at = heartbeat_now()
 
     # -- stopping -----------------------------------------------------------------------
 
@@ -145,6 +148,16 @@ class Worker:
         runner = self._runner
         renewing = asyncio.create_task(runner.renewer.run(), name="leasehold-renewer")
         reporting = asyncio.create_task(runner.reporter.run(), name="leasehold-reporter")
+        body = beat_body(
+            self.settings.worker_id,
+            tuple(self.kinds),
+            self.settings.queues,
+            self.settings.concurrency,
+            self._started_at,
+        )
+        beating = asyncio.create_task(
+            beat_forever(self._poller, body, self.settings.beat_seconds), name="leasehold-beat"
+        )
         try:
             async with asyncio.TaskGroup() as jobs:
                 await self._lease_loop(jobs)
@@ -152,6 +165,7 @@ class Worker:
             # Every job has had its report answered (or given up on it) by now.
             await cancel_and_wait(renewing)
             await cancel_and_wait(reporting)
+            await cancel_and_wait(beating)
             if self._grace is not None:
                 self._grace.cancel()
             await self.client.close()

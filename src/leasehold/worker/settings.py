@@ -32,3 +32,5 @@ class WorkerSettings:
     # After the first stop signal, how long running handlers get before they are cancelled
     # and their jobs released, as a second signal would.
     grace_seconds: float = 30.0
+    # How often the worker tells the coordinator it is alive (GET /workers lists it).
+    beat_seconds: float = 5.0

@@ -42,14 +42,16 @@ function lastValue(points) {
  * A panel with a title, a legend showing each series' latest value, and the chart.
  * series: [{key, name}]; key is also the CSS colour class (s-<key>).
  * format(value) writes values for the legend and the y axis; floor is the smallest y range;
- * integer keeps gridlines on whole numbers (for counts).
+ * integer keeps gridlines on whole numbers (for counts). axisFormat, if given, writes the y
+ * axis instead of format: the axis has room for a few characters only ("1 m 20 s" would be cut).
  */
 export class LineChart {
-  constructor(title, series, { format, floor = 1, integer = false }) {
+  constructor(title, series, { format, axisFormat, floor = 1, integer = false }) {
     this.title = title;
     this.integer = integer;
     this.series = series;
     this.format = format;
+    this.axisFormat = axisFormat ?? format;
     this.floor = floor;
     this.values = new Map();
     const legend = h("ul", { class: "legend" });
@@ -103,7 +105,7 @@ export class LineChart {
       chart.append(
         svg("line", { class: "grid-line", x1: PAD.left, x2: width - PAD.right, y1: gy, y2: gy }),
         svg("text", { class: "axis-label", x: PAD.left - 6, y: gy + 4, "text-anchor": "end" },
-          this.format(top * fraction)),
+          this.axisFormat(top * fraction)),
       );
     }
     const axisY = HEIGHT - 4;

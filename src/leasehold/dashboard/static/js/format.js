@@ -32,6 +32,8 @@ export function shortDuration(seconds) {
   const s = Math.abs(seconds);
   if (s < 1) return `${Math.round(s * 1000)} ms`;
   if (s < 90) return `${Math.round(s)} s`;
+  // Minutes with one decimal below 10 m, so that axis steps of 1.5 or 2.5 m stay distinct.
+  if (s < 600) return `${Number((s / 60).toFixed(1))} m`;
   if (s < 5400) return `${Math.round(s / 60)} m`;
   return `${Math.round(s / 3600)} h`;
 }

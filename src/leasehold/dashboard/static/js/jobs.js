@@ -1,5 +1,6 @@
 // All jobs, filtered by status and kind, a page at a time.
 
+import { bulkBar } from "./bulk.js";
 import { fill, h } from "./dom.js";
 import { kindInput, labelled, pageSizeSelect, rememberInHash, statusSelect } from "./filters.js";
 import { COLUMNS, JobTable } from "./jobtable.js";
@@ -8,14 +9,18 @@ export function mount(root, ctx, params) {
   const status = statusSelect(params.get("status") ?? "");
   const kind = kindInput(params.get("kind"), "jobs-kind");
   const size = pageSizeSelect(Number(params.get("limit")) || 50);
+  const queue = h("input", { name: "queue", value: params.get("queue") ?? "", placeholder: "any queue", maxlength: 100, spellcheck: "false" });
   const table = new JobTable({
     caption: "Jobs",
     empty: "No job matches these filters.",
     columns: [COLUMNS.id, COLUMNS.kind, COLUMNS.status, COLUMNS.attempts, COLUMNS.created, COLUMNS.finished, COLUMNS.error],
+    selectable: true,
+    onSelect: (selection) => bulk?.update(selection),
   });
+  const bulk = bulkBar(table, ctx);
 
   async function apply() {
-    const filter = { status: status.value, kind: kind.input.value.trim() };
+    const filter = { status: status.value, kind: kind.input.value.trim(), queue: queue.value.trim() };
     rememberInHash("jobs", { ...filter, limit: size.value === "50" ? "" : size.value });
     try {
       await table.load(filter, Number(size.value));
@@ -29,6 +34,7 @@ export function mount(root, ctx, params) {
     { class: "toolbar", role: "search", "aria-label": "Filter jobs", onsubmit: (e) => (e.preventDefault(), apply()) },
     labelled("Status", status),
     labelled("Kind", kind.input, kind.list),
+    labelled("Queue", queue),
     labelled("Per page", size),
     h("button", { type: "submit" }, "Apply"),
     h("span", { class: "spacer" }),
@@ -37,7 +43,8 @@ export function mount(root, ctx, params) {
   status.addEventListener("change", apply);
   size.addEventListener("change", apply);
   kind.input.addEventListener("change", apply);
-  fill(root, h("h1", {}, "Jobs"), form, h("section", { class: "panel" }, table.el));
+  queue.addEventListener("change", apply);
+  fill(root, h("h1", {}, "Jobs"), form, bulk.el, h("section", { class: "panel" }, table.el));
   apply();
   return {
     onStats(stats) {

@@ -17,6 +17,13 @@ export function timeCell(iso) {
   return iso ? h("time", { datetime: iso, class: "nowrap" }, localTime(iso)) : "—";
 }
 
+/** The last line of an error (the exception and its message); the job page shows it all. */
+export function errorSummary(job) {
+  if (job.error_summary) return job.error_summary;
+  const lines = (job.last_error ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
+  return lines.length ? lines[lines.length - 1] : "";
+}
+
 export function errorCell(text) {
   return text ? h("span", { class: "error-text", title: text }, text) : "";
 }
@@ -29,12 +36,15 @@ export const COLUMNS = {
   attempts: { label: "Attempts", class: "num", cell: (j) => `${j.attempts} / ${j.max_attempts}` },
   created: { label: "Created", class: "hide-narrow", cell: (j) => timeCell(j.created_at) },
   finished: { label: "Finished", class: "hide-narrow", cell: (j) => timeCell(j.finished_at) },
-  error: { label: "Last error", cell: (j) => errorCell(j.last_error) },
+  error: { label: "Last error", cell: (j) => errorCell(errorSummary(j)) },
 };
 
 export class JobTable {
   /** columns: [{label, cell(job) -> Node|string, class?}]; onRows(jobs) after each render. */
-  constructor({ caption, columns, empty, pageSize = 50, onRows }) {
+  constructor({ caption, columns, empty, pageSize = 50, onRows, selectable = false, onSelect }) {
+    this.selectable = selectable;
+    this.onSelect = onSelect;
+    this.selected = new Map(); // job id -> job, on the page shown
     this.caption = caption;
     this.columns = columns;
     this.empty = empty;
@@ -82,7 +92,44 @@ export class JobTable {
     return answer.jobs;
   }
 
+  /** The jobs ticked on the page shown. */
+  selection() {
+    return [...this.selected.values()];
+  }
+
+  clearSelection() {
+    this.selected.clear();
+    for (const box of this.body.querySelectorAll("input.select")) box.checked = false;
+    this.onSelect?.(this.selection());
+  }
+
+  checkbox(job, jobs) {
+    const box = h("input", { type: "checkbox", class: "select", "aria-label": `Select job #${job.id}` });
+    box.checked = this.selected.has(job.id);
+    box.addEventListener("change", () => {
+      if (box.checked) this.selected.set(job.id, job);
+      else this.selected.delete(job.id);
+      this.onSelect?.(this.selection());
+    });
+    return box;
+  }
+
+  selectAll(jobs) {
+    const box = h("input", { type: "checkbox", class: "select-all", "aria-label": "Select every job on this page" });
+    box.addEventListener("change", () => {
+      for (const job of jobs) {
+        if (box.checked) this.selected.set(job.id, job);
+        else this.selected.delete(job.id);
+      }
+      for (const one of this.body.querySelectorAll("input.select")) one.checked = box.checked;
+      this.onSelect?.(this.selection());
+    });
+    return box;
+  }
+
   render(jobs) {
+    this.selected.clear();
+    this.onSelect?.([]);
     this.prevButton.disabled = this.page === 0;
     this.nextButton.disabled = !this.nextCursor;
     const first = this.page * this.pageSize + 1;
@@ -92,9 +139,20 @@ export class JobTable {
     if (!jobs.length) {
       fill(this.body, h("p", { class: "empty-state" }, this.page ? "No more jobs." : this.empty));
     } else {
-      const head = h("tr", {}, this.columns.map((c) => h("th", { scope: "col", class: c.class }, c.label)));
+      const pick = this.selectable;
+      const head = h(
+        "tr",
+        {},
+        pick ? h("th", { scope: "col", class: "pick" }, this.selectAll(jobs)) : null,
+        this.columns.map((c) => h("th", { scope: "col", class: c.class }, c.label)),
+      );
       const rows = jobs.map((job) =>
-        h("tr", { dataset: { jobId: job.id } }, this.columns.map((c) => h("td", { class: c.class }, c.cell(job)))),
+        h(
+          "tr",
+          { dataset: { jobId: job.id } },
+          pick ? h("td", { class: "pick" }, this.checkbox(job, jobs)) : null,
+          this.columns.map((c) => h("td", { class: c.class }, c.cell(job))),
+        ),
       );
       fill(
         this.body,

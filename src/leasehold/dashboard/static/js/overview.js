@@ -2,7 +2,7 @@
 
 import { LineChart, proportionBar } from "./charts.js";
 import { fill, h } from "./dom.js";
-import { count, duration, rate } from "./format.js";
+import { count, duration, rate, shortDuration } from "./format.js";
 
 const STATUSES = ["queued", "running", "completed", "dead", "cancelled"];
 const TITLES = {
@@ -43,9 +43,22 @@ function subline(status, stats) {
       return `avg run ${duration(stats.avg_run_seconds)}`;
     case "completed":
       return `${count(stats.completed_last_minute)} in the last minute`;
+    case "cancelled":
+      return `${count(stats.totals.cancelled)} cancelled in all`;
     default:
       return `${count(stats.totals.dead)} died in all · ${count(stats.totals.requeued)} requeued`;
   }
+}
+
+/** One line per (queue, kind) whose queued jobs no live worker serves. */
+export function unservedWarnings(stats) {
+  return (stats.unserved ?? []).map((gap) =>
+    h(
+      "p",
+      { class: "warning", role: "note" },
+      `No live worker serves kind “${gap.kind}” in queue “${gap.queue}”: ${count(gap.queued)} job${gap.queued === 1 ? "" : "s"} waiting.`,
+    ),
+  );
 }
 
 function kindTable(stats) {
@@ -103,7 +116,7 @@ export function mount(root, ctx) {
         { key: "wait", name: "avg wait (5 min)" },
         { key: "oldest", name: "oldest waiting" },
       ],
-      { format: duration, floor: 1 },
+      { format: duration, axisFormat: shortDuration, floor: 1 },
     ),
     backlog: new LineChart(
       "Jobs by status",
@@ -125,9 +138,11 @@ export function mount(root, ctx) {
   };
   const mix = h("div");
   const kinds = h("section", { class: "panel", "aria-label": "Jobs by kind" });
+  const unserved = h("div", { class: "unserved", id: "unserved" });
   fill(
     root,
     h("h1", { class: "visually-hidden" }, "Overview"),
+    unserved,
     h("div", { class: "grid cards" }, STATUSES.map((s) => cards[s].el)),
     mix,
     h("div", { class: "grid figures" }, Object.values(figures).map((f) => f.el)),
@@ -143,6 +158,7 @@ export function mount(root, ctx) {
       cards[s].value.textContent = count(stats.by_status[s]);
       cards[s].sub.textContent = subline(s, stats);
     }
+    fill(unserved, unservedWarnings(stats));
     fill(mix, proportionBar(STATUSES.map((s) => ({ key: s, value: stats.by_status[s], label: TITLES[s] }))));
     figures.wait.value.textContent = duration(stats.avg_wait_seconds);
     figures.run.value.textContent = duration(stats.avg_run_seconds);
