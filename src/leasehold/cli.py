@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -420,9 +422,42 @@ def _names(listed: str | None) -> tuple[str, ...] | None:
     return names or None
 
 
+def _is_a(exc: BaseException, name: str) -> bool:
+    # By class name: typer raises click's exceptions, or those of its own copy of click in
+    # newer releases, and the two share names but not classes.
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
+def _usage_exit(exc: Any) -> int:
+    """Say what click's exception ``exc`` says, as the command line does, and return the
+    exit status: a usage error is one line (not a framed box), the commonest start-up
+    error being a mistyped option."""
+    if _is_a(exc, "Abort"):
+        print("Aborted!", file=sys.stderr)  # as click says it
+        return 1
+    if _is_a(exc, "UsageError") and not _is_a(exc, "NoArgsIsHelpError"):
+        ctx = getattr(exc, "ctx", None)
+        where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        # Pydantic's "Value error, " prefix says nothing to someone who mistyped an option.
+        message = str(exc.format_message()).replace("Value error, ", "")
+        print(f"leasehold: error: {message}{where}", file=sys.stderr)
+    else:
+        exc.show()  # a bare `leasehold` shows the help, as usual
+    code: int = exc.exit_code
+    return code
+
+
 def main() -> None:
+    """The command line's entry point: usage errors are one line on stderr, exit status 2."""
     configure_quiet_logging()  # serve and worker set up their own
-    app()
+    try:
+        code = app(standalone_mode=False)
+    except Exception as exc:
+        if not (_is_a(exc, "ClickException") or _is_a(exc, "Abort")):
+            raise
+        raise SystemExit(_usage_exit(exc)) from None
+    if isinstance(code, int) and code != 0:
+        raise SystemExit(code)
 
 
 # Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.

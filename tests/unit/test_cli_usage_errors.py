@@ -1,0 +1,46 @@
+"""A mistyped option or command is one line on stderr and exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CASES = [
+    (["serve", "--log-level", "verbose"], "'verbose' is not one of 'debug'"),
+    (["serve", "--log-format", "pretty"], "'pretty' is not one of"),
+    (["serve", "--sqlite-synchronous", "fast"], "'fast' is not one of 'full', 'normal'"),
+    (["worker", "--concurrency", "0"], "greater than or equal to 1"),
+    (["nosuch"], "No such command 'nosuch'"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), CASES)
+def test_a_usage_error_is_one_line_and_exit_2(args: list[str], said: str) -> None:
+    """Each bad invocation prints exactly one line naming the problem and where help is."""
+    done = subprocess.run(
+        [sys.executable, "-m", "leasehold", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("leasehold: error: ")
+    assert said in lines[0]
+    assert "--help" in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_bare_command_still_shows_the_help() -> None:
+    """`leasehold` alone lists the commands, as before."""
+    done = subprocess.run(
+        [sys.executable, "-m", "leasehold"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert "Usage: " in done.stdout + done.stderr
+    assert "serve" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
