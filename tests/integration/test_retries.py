@@ -121,7 +121,7 @@ async def test_vanished_worker_is_taken_over_and_its_late_reports_refused(
 async def test_expiry_on_the_last_attempt_ends_dead(api: Api, inproc: InProcessCoordinator) -> None:
     job = await api.enqueue("slow", max_attempts=1)
     await lease_when_due(api, inproc, lease_seconds=0.2)
-    await inproc.advance(0.2)  # the lease runs out and the reaper ends the job
+    await inproc.advance(0.3)  # past the lease: the reaper ends the job
     final = await api.job(job["id"])
     assert final["status"] == "dead"
     assert "lease expired" in final["last_error"]

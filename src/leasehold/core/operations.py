@@ -71,6 +71,7 @@ class Operations:
         for _ in range(2):  # a second look if the job left its state between the reads
             if await self.store.jobs_delete(DeleteFilter(DELETABLE, ids=(job_id,), limit=1)):
                 log.info("job.deleted", job_id=job_id)
+                self.service.figures_changed()
                 return
             job = await self.store.job_get(job_id)
             if job is None:
@@ -101,6 +102,8 @@ class Operations:
             if n < batch:
                 break
         log.info("jobs.deleted", count=deleted)
+        if deleted:
+            self.service.figures_changed()
         return deleted
 
     # -- queues -------------------------------------------------------------------------

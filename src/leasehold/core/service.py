@@ -535,6 +535,11 @@ class JobService:
         except TimeoutError:
             raise Unavailable(f"the database did not answer within {timeout_seconds:g} s") from None
 
+    def figures_changed(self) -> None:
+        """This coordinator changed jobs: the next /stats computes its figures afresh, so
+        a client reads its own writes (core/figures.py)."""
+        self._figures.changed()
+
     async def stats(self) -> Stats:
         """The figures, computed at most once a second however many ask (and at once
         after a change made here); the long tail of kinds and queues folded into other."""
@@ -587,6 +592,8 @@ class JobService:
                 self.metrics.decided(outcome)
                 self.due.arm(outcome.job.run_after)
         self.wakeup.notify(moved)
+        if moved:
+            self.figures_changed()
         log.info("jobs.requeued", count=moved)
         return moved
 
@@ -607,6 +614,8 @@ class JobService:
             self._arm_if_queued(outcome)
         # An expiry also frees its kind's room under a concurrency limit.
         self.wakeup.notify(len(reaped))
+        if reaped:
+            self.figures_changed()
         return len(reaped)
 
     async def _decide(self, job_id: int, token: int | None, decide: Decide) -> Job:
