@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 PORT ?= 8080
 # Extras for `make install` / `make run`, e.g. EXTRAS=postgres or EXTRAS=postgres,otel.
 EXTRAS ?=
+# The test processes `make test` runs in parallel: most tests wait on a coordinator, a
+# worker or a clock rather than compute, so twice the cores keeps both busy.
+TEST_PROCESSES ?= 4
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
@@ -41,7 +44,7 @@ run: $(STAMP)
 test: lint typecheck imports
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-browser.sh
-	$(BIN)/pytest --cov --cov-report=term:skip-covered
+	$(BIN)/pytest -n $(TEST_PROCESSES) --cov --cov-report=term:skip-covered
 
 ## The fast lane, under a minute: lint, types, the import graph, and every test that starts
 ## no process (unit, contract, the app served in the test process), on SQLite, with fewer

@@ -166,7 +166,11 @@ async def inject(
         enabled = ()
     deadline = time.monotonic() + args.seconds
     order = fault_order(enabled, rng)
-    while time.monotonic() < deadline:
+    # Until the deadline, and at least until every enabled fault has come once: a short run
+    # still sees each kind, however long its faults happened to take (within a minute more).
+    while time.monotonic() < deadline or (
+        any(injected[f] == 0 for f in enabled) and time.monotonic() < deadline + 60
+    ):
         await asyncio.sleep(rng.uniform(0.5, 2.0))
         if not enabled:
             continue

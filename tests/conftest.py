@@ -42,6 +42,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or IN_PROCESS_FIXTURES & set(getattr(item, "fixturenames", ()))
         ):
             item.add_marker(pytest.mark.fast)
+    # The longest tests first (`slow(seconds)`, ten by default): run in parallel (`make
+    # test`), they then overlap the many short ones instead of finishing alone at the end.
+    items.sort(key=lambda item: -_expected_seconds(item))
+
+
+def _expected_seconds(item: pytest.Item) -> float:
+    slow = item.get_closest_marker("slow")
+    if slow is None:
+        return 0.0
+    return float(slow.args[0]) if slow.args else 10.0
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,7 @@ def open_tab(driver: WebDriver, name: str) -> None:
     element(driver, f'nav a[data-route="{name}"][aria-current="page"]')
 
 
+@pytest.mark.slow(20)
 def test_overview_counts_match_the_api(
     browser: Browser, dashboard: Coordinator, tmp_path: Path
 ) -> None:

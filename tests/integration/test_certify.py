@@ -19,6 +19,7 @@ PYTHON_WORKER = [
     "leasehold.conformance.handlers:registry",
 ]
 JS_WORKER = ["node", str(ROOT / "workers" / "js" / "worker.mjs")]
+pytestmark = pytest.mark.slow  # about ten seconds each: started first when run in parallel
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 

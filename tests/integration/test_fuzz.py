@@ -138,6 +138,7 @@ def describe(exc: BaseException, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + " [...]"
 
 
+@pytest.mark.slow(30)
 def test_fuzz_the_api_from_its_schema(target: Coordinator, tmp_path: Path) -> None:
     schema = schemathesis.openapi.from_url(target.url + "/openapi.json", config=CONFIG)
     failures: list[str] = []

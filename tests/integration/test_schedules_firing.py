@@ -75,6 +75,7 @@ async def test_a_schedule_enqueues_every_run_once(
         }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("catch_up", ["skip", "once"])
 async def test_catch_up_after_every_coordinator_was_down(
     start_coordinator: CoordinatorFactory, catch_up: str

@@ -26,6 +26,7 @@ from collections.abc import Coroutine
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+import pytest
 import structlog.testing
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -426,4 +427,4 @@ QueueMachine.TestCase.settings = settings(
     derandomize=bool(os.environ.get("CI")),  # CI: the same sequences every run
     suppress_health_check=[HealthCheck.too_slow],
 )
-TestQueueStateMachine = QueueMachine.TestCase
+TestQueueStateMachine = pytest.mark.slow(QueueMachine.TestCase)
