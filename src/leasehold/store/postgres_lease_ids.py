@@ -41,7 +41,8 @@ async def replay(
     # out again (its token moved on, or it is no longer running).
     rows: list[asyncpg.Record] = await conn.fetch(
         f"SELECT {columns} FROM jobs j WHERE (j.id, j.lease_token) IN"
-        " (SELECT job_id, token FROM lease_requests WHERE worker_id = $1 AND request_id = $2)"
+        " (SELECT unnest(job_ids), unnest(tokens) FROM lease_requests"
+        " WHERE worker_id = $1 AND request_id = $2)"
         " AND j.status = 'running' AND j.report IS NULL",
         request.worker_id,
         request.request_id,
@@ -50,10 +51,14 @@ async def replay(
 
 
 async def remember(conn: asyncpg.Connection, request: LeaseRequest, jobs: Sequence[Job]) -> None:
-    """Record the leases a request with an id was given."""
-    await conn.executemany(
-        "INSERT INTO lease_requests (worker_id, request_id, job_id, token) VALUES ($1, $2, $3, $4)"
-        " ON CONFLICT (worker_id, request_id, job_id) DO UPDATE SET token = excluded.token,"
-        " created_at = now()",
-        [(request.worker_id, request.request_id, j.id, j.lease_token) for j in jobs],
+    """Record the leases a request with an id was given: one row, however many jobs."""
+    await conn.execute(
+        "INSERT INTO lease_requests (worker_id, request_id, job_ids, tokens)"
+        " VALUES ($1, $2, $3, $4)"
+        " ON CONFLICT (worker_id, request_id) DO UPDATE SET job_ids = excluded.job_ids,"
+        " tokens = excluded.tokens, created_at = now()",
+        request.worker_id,
+        request.request_id,
+        [j.id for j in jobs],
+        [j.lease_token for j in jobs],
     )

@@ -10,6 +10,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
+
 from leasehold.model import Job
 from leasehold.store.base import LEASE_REQUEST_WINDOW_SECONDS, LeaseRequest
 
@@ -27,15 +29,15 @@ def replay(
         "DELETE FROM lease_requests WHERE created_at < ?", (now - LEASE_REQUEST_WINDOW_SECONDS,)
     )
     got = conn.execute(
-        "SELECT job_id, token FROM lease_requests WHERE worker_id = ? AND request_id = ?",
+        "SELECT leases FROM lease_requests WHERE worker_id = ? AND request_id = ?",
         (request.worker_id, request.request_id),
-    ).fetchall()
-    if not got:
+    ).fetchone()
+    if got is None:
         return None
     # Only leases still held: a job since reported, expired or leased again is not handed
     # out again (its token moved on, or it is no longer running).
     held = []
-    for job_id, token in got:
+    for job_id, token in orjson.loads(got[0]):
         row = conn.execute(
             f"SELECT {columns} FROM jobs WHERE id = ? AND lease_token = ?"
             " AND status = 'running' AND report IS NULL",
@@ -49,9 +51,14 @@ def replay(
 def remember(
     conn: sqlite3.Connection, request: LeaseRequest, jobs: Sequence[Job], now: float
 ) -> None:
-    """Record the leases a request with an id was given."""
-    conn.executemany(
-        "INSERT OR REPLACE INTO lease_requests (worker_id, request_id, job_id, token, created_at)"
-        " VALUES (?, ?, ?, ?, ?)",
-        [(request.worker_id, request.request_id, j.id, j.lease_token, now) for j in jobs],
+    """Record the leases a request with an id was given: one row, however many jobs."""
+    conn.execute(
+        "INSERT OR REPLACE INTO lease_requests (worker_id, request_id, leases, created_at)"
+        " VALUES (?, ?, ?, ?)",
+        (
+            request.worker_id,
+            request.request_id,
+            orjson.dumps([[j.id, j.lease_token] for j in jobs]),
+            now,
+        ),
     )
