@@ -52,7 +52,7 @@ async def still_waiting(service: JobService, lease: asyncio.Task[Any]) -> None:
     await waiting_lessees(service, 1)
     assert not lease.done()
     lease.cancel()  # an abandoned poll ends with nothing leased
-    outcomes: list[Any] = await asyncio.gather(lease, return_exceptions=True)
+    outcomes = await asyncio.gather(lease, return_exceptions=True)
     outcome = outcomes[0]
     assert outcome == [] or isinstance(outcome, asyncio.CancelledError)
 
