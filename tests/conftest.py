@@ -13,6 +13,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+import structlog
 
 from leasehold.core.clock import FakeClock
 from tests.http import Api
@@ -29,6 +30,22 @@ IN_PROCESS_FIXTURES = {"inproc", "start_inproc"}
 BACKENDS = ["sqlite"]
 if importlib.util.find_spec("leasehold.store.postgres") is not None:
     BACKENDS.append("postgres")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """structlog's default renderer, with plain tracebacks: its default (rich, with every
+    frame's locals) spends seconds of CPU on one logged exception, and tests that provoke a
+    500 on purpose log one."""
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.StackInfoRenderer(),
+            structlog.dev.set_exc_info,
+            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
+            structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback),
+        ]
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -34,7 +34,7 @@ from tests.process import Coordinator
 
 # Examples per operation and mode: 19 operations x 2 modes x 40 take ~15-25 s here.
 # LEASEHOLD_FUZZ_EXAMPLES=500 makes a deeper run by hand.
-EXAMPLES = int(os.environ.get("LEASEHOLD_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("LEASEHOLD_FUZZ_EXAMPLES", "25"))
 ADMIN_TOKEN = "fuzz-admin-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 REQUEST_TIMEOUT = 15.0  # a request unanswered this long counts as a server that stopped

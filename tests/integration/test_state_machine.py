@@ -421,7 +421,7 @@ def check_history(job: Job, history: list[Any]) -> None:
 
 
 QueueMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("LEASEHOLD_STATEFUL_EXAMPLES", "150")),
+    max_examples=int(os.environ.get("LEASEHOLD_STATEFUL_EXAMPLES", "100")),
     stateful_step_count=30,
     deadline=None,
     derandomize=bool(os.environ.get("CI")),  # CI: the same sequences every run
