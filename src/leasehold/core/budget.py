@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from leasehold.core import answer
-from leasehold.errors import LeaseholdError, Unanswerable
+from leasehold.errors import LeaseholdError
 from leasehold.model import Job
 from leasehold.store.base import lease_order
 
@@ -41,10 +41,7 @@ def budget_seal(max_bytes: int) -> Callable[[Sequence[Job]], None]:
     def seal(jobs: Sequence[Job]) -> None:
         spent = 0
         for n, job in enumerate(sorted(jobs, key=lease_order)):
-            try:
-                spent += len(answer.encode(answer.job_wire(job)))
-            except (TypeError, ValueError) as exc:  # orjson.JSONEncodeError is a TypeError
-                raise Unanswerable() from exc
+            spent += len(answer.keep(job))  # the answer reuses this encoding
             if spent > max_bytes and n > 0:
                 raise OverBudget(n)
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
-import orjson
 import structlog
 
 from leasehold.core import answer
@@ -310,7 +309,7 @@ class JobService:
         # Measured as stored: compact JSON. The body cap alone would let a payload nearly
         # as large as the body through; this one bounds what each row costs to keep and to
         # hand out again on every lease.
-        if self.max_payload_bytes is None or len(orjson.dumps(value)) <= self.max_payload_bytes:
+        if self.max_payload_bytes is None or answer.payload_bytes(value) <= self.max_payload_bytes:
             return None
         return PayloadTooLarge(f"the {what} is over {self.max_payload_bytes} bytes (as JSON)")
 
@@ -328,11 +327,12 @@ class JobService:
         same commit (one fsync from enqueue to start instead of two); others are woken.
         """
         for r in requests:
-            if too_large := self.oversize("payload", r.payload):
+            # Encoded once before the insert, for its size and to know it can be answered
+            # (answer.payload_bytes): an enqueue cannot fail after its commit.
+            if self.max_payload_bytes is None:
+                answer.payload_bytes(r.payload)
+            elif too_large := self.oversize("payload", r.payload):
                 raise too_large
-        # Each job's answer is built once before the insert (its other fields are numbers
-        # and checked strings): an enqueue cannot fail after its commit.
-        answer.seal(answer.provisional(r.kind, r.payload) for r in requests)
         new_jobs = [r.new_job() for r in requests]
         await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
         due = [j for j in new_jobs if j.run_after is None and j.queue not in self.paused]
