@@ -121,6 +121,13 @@ class Outcome:
     attempt: AttemptOutcome | None = None
     # Names of the totals to count (per kind), e.g. "completed", "dead", "stale_token".
     events: tuple[str, ...] = dataclasses.field(default=())
+    # For a completion: how long the attempt ran, from its lease to the report. The
+    # "completed" rollup sums it (/stats' run times); the rule measures it, not the store.
+    ran_seconds: float = 0.0
+
+    def counted(self) -> list[tuple[str, float]]:
+        """Each event to count, with the value its rollup sums (run time, or 0)."""
+        return [(name, self.ran_seconds if name == "completed" else 0.0) for name in self.events]
 
 
 # -- schedules (the rules that fire them are in core/schedule.py) ------------------------

@@ -97,6 +97,12 @@ class TestComplete:
         assert again.error is None
         assert again.job.result == {"v": 1}
 
+    def test_a_completion_counts_how_long_its_attempt_ran(self) -> None:
+        done = decide_complete(running(), 1, None, T0 + timedelta(seconds=2.5))
+        assert done.counted() == [("completed", 2.5)]
+        failed = fail(running(), 1, T0 + timedelta(seconds=2.5))
+        assert all(value == 0.0 for _, value in failed.counted())
+
     def test_after_fail_is_a_conflict(self) -> None:
         failed = fail(running(), 1).job
         assert isinstance(decide_complete(failed, 1, 1, T0).error, ReportConflict)

@@ -145,7 +145,14 @@ def decide_complete(job: Job, token: int, result: JSON, now: datetime) -> Outcom
     done = job.replace(
         status=JobStatus.COMPLETED, result=result, report=Report.COMPLETED, finished_at=now
     )
-    return Outcome(done, changed=True, attempt=AttemptOutcome.COMPLETED, events=("completed",))
+    ran = max(0.0, (now - job.leased_at).total_seconds()) if job.leased_at is not None else 0.0
+    return Outcome(
+        done,
+        changed=True,
+        attempt=AttemptOutcome.COMPLETED,
+        events=("completed",),
+        ran_seconds=ran,
+    )
 
 
 def decide_fail(

@@ -252,12 +252,9 @@ async def _write(
         raise Unavailable(f"job {before.id} changed under a guarded write")
 
 
-def _tally_outcome(tally: _Tally, before: Job, outcome: Outcome, now: datetime) -> None:
-    for name in outcome.events:
-        ran = 0.0
-        if name == "completed" and before.leased_at is not None:
-            ran = max(0.0, (now - before.leased_at).total_seconds())
-        tally.add(name, before.kind, 1, ran)
+def _tally_outcome(tally: _Tally, before: Job, outcome: Outcome) -> None:
+    for name, value in outcome.counted():
+        tally.add(name, before.kind, 1, value)
     if outcome.changed:
         tally.moved(before, before.status, outcome.job.status)
 
@@ -573,7 +570,7 @@ class PostgresStore:
                     if outcome.changed or outcome.attempt is not None:
                         writes.append((before, outcome))
                     current[job_id] = outcome.job
-                    _tally_outcome(tally, before, outcome, now)
+                    _tally_outcome(tally, before, outcome)
                 outcomes.append(outcome)
             for i, (before, outcome) in enumerate(writes, start=1):
                 await _write(conn, before, outcome, now, tally if i == len(writes) else None)

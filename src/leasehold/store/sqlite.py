@@ -623,11 +623,8 @@ class SqliteStore:
             if outcome.attempt is not None:
                 error = None if outcome.attempt is AttemptOutcome.COMPLETED else after.last_error
                 closed.append((outcome.attempt, stamp, error, job_id, before.lease_token))
-            for name in outcome.events:
-                run = 0.0
-                if name == "completed" and before.leased_at is not None:
-                    run = max(0.0, stamp - before.leased_at.timestamp())
-                tally.add(name, before.kind, run)
+            for name, value in outcome.counted():
+                tally.add(name, before.kind, value)
             outcomes.append(outcome)
         written = conn.executemany(_GUARDED_WRITE, writes).rowcount if writes else 0
         if written != len(writes):  # impossible with one writer; refuse rather than half-apply
