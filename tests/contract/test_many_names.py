@@ -67,10 +67,9 @@ async def test_a_limit_on_one_kind_does_not_make_leases_probe_every_kind(
     database_url: str,
 ) -> None:
     """With 3,000 queued kinds and a limit on one of them, a lease of jobs the limit does
-    not stop costs about what it does without the limit (probing every kind cost 30 ms+).
+    not stop costs about what it does without the limit (probing every kind cost 30 ms+;
+    on PostgreSQL, 3,000 probes cost far more than the few extra round trips allowed).
     The quickest of 10 leases, without synchronous commits: the lease's own cost."""
-    if not database_url.startswith("sqlite"):
-        pytest.skip("PostgreSQL's limited lease still reads one head per queued kind")
     store = open_store(database_url, synchronous="OFF")
     await store.open()
     service = JobService(store, max_kinds=10_000)
@@ -90,4 +89,7 @@ async def test_a_limit_on_one_kind_does_not_make_leases_probe_every_kind(
         limited = await quickest()
     finally:
         await store.close()
-    assert limited < 2 * plain + 0.002, (plain, limited)
+    if database_url.startswith("sqlite"):
+        assert limited < 2 * plain + 0.002, (plain, limited)
+    else:  # a few more round trips (the heads' kinds, their limits and counts), not 3,000 probes
+        assert limited < 3 * plain + 0.010, (plain, limited)

@@ -513,7 +513,7 @@ class PostgresStore:
                 if not queues:
                     return []
             if kinds is None:
-                kinds = [r["kind"] for r in await conn.fetch(pick.QUEUED_KINDS, _MAX_KINDS_SCANNED)]
+                kinds = await self._kinds_to_probe(conn, request, queues)
             room = dict.fromkeys(kinds, request.max_jobs)
             # A kind already at its limit is left out without waiting for its lock: running
             # jobs of a limited kind only grow under that lock, so the count cannot be low.
@@ -535,6 +535,26 @@ class PostgresStore:
                 args.append(queues)
             rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
             return rows
+
+    async def _kinds_to_probe(
+        self, conn: asyncpg.Connection, request: LeaseRequest, queues: list[str] | None
+    ) -> list[str]:
+        """The kinds an unnarrowed lease reads heads of once some kind is limited.
+
+        Usually no limit stops the first due jobs (their limited kinds have room for them):
+        then their kinds alone, at most ``max_jobs`` of them, so a limit on one kind does
+        not make every lease probe thousands of tenant kinds. Otherwise every queued kind,
+        so that jobs behind a full kind are still found (as on SQLite, sqlite_pick.py)."""
+        args: list[object] = [request.max_jobs] + ([queues] if queues is not None else [])
+        heads = {
+            r["kind"]: r["n"]
+            for r in await conn.fetch(pick.head_kinds_sql(queues=queues is not None), *args)
+        }
+        limits = {r["kind"]: r["max_running"] for r in await conn.fetch(pick.LIMITS, list(heads))}
+        room = await self._room(conn, limits)
+        if all(room[kind] >= heads[kind] for kind in limits):
+            return list(heads)
+        return [r["kind"] for r in await conn.fetch(pick.QUEUED_KINDS, _MAX_KINDS_SCANNED)]
 
     @staticmethod
     async def _room(conn: asyncpg.Connection, limits: dict[str, int]) -> dict[str, int]:

@@ -195,3 +195,29 @@ QUEUED_QUEUES: Final = (
     ") SELECT queue FROM q WHERE queue IS NOT NULL"
 )
 PAUSED: Final = "SELECT queue FROM queue_pauses"
+
+
+@lru_cache(maxsize=2)
+def head_kinds_sql(*, queues: bool) -> str:
+    """The kinds of the first ``$1`` due jobs an unnarrowed lease would take if no limit
+    applied (by queue when ``$2`` names the queues), with how many of each: read without
+    locks, to learn whether any limit can stop this lease before probing every kind."""
+    due = f"status = 'queued' AND run_after <= {_NOW}"
+    if queues:
+        heads = (
+            "SELECT head.* FROM unnest($2::text[]) AS q(queue) CROSS JOIN LATERAL ("
+            f" SELECT kind, priority, run_after, id FROM jobs WHERE {due}"
+            f" AND jobs.queue = q.queue {_ORDER} LIMIT $1) AS head {_ORDER} LIMIT $1"
+        )
+    else:
+        heads = (
+            "WITH RECURSIVE p(priority) AS ("
+            " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
+            " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
+            " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+            " FROM p WHERE p.priority IS NOT NULL"
+            ") SELECT head.kind FROM p CROSS JOIN LATERAL ("
+            f" SELECT kind, id FROM jobs WHERE {due} AND priority = p.priority"
+            f" {_ORDER} LIMIT $1) AS head LIMIT $1"
+        )
+    return f"SELECT kind, count(*) AS n FROM ({heads}) AS h GROUP BY kind"
