@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import Flaky, Unsatisfiable
 from schemathesis import Case, GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import (
 from leasehold.tokens import hash_token
 from tests.process import Coordinator
 
-# Examples per operation and mode: 19 operations x 2 modes x 40 take ~15-25 s here.
+# Examples per operation and mode: 19 operations x 2 modes x 25 take ~10-20 s here.
 # LEASEHOLD_FUZZ_EXAMPLES=500 makes a deeper run by hand.
 EXAMPLES = int(os.environ.get("LEASEHOLD_FUZZ_EXAMPLES", "25"))
 ADMIN_TOKEN = "fuzz-admin-token-0123456789abcdef"
@@ -146,7 +146,15 @@ def test_fuzz_the_api_from_its_schema(target: Coordinator, tmp_path: Path) -> No
         operation = result.ok()  # type: ignore[union-attr]  # an unreadable operation fails here
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             try:
-                fuzz_operation(operation, mode, target.url)
+                try:
+                    fuzz_operation(operation, mode, target.url)
+                except Flaky as flaky:
+                    # An example failed once and passed when replayed: on a machine busy
+                    # with the rest of the suite, a request can meet a transient fault
+                    # (a reset connection, a timeout). Once more, from the start; a fault
+                    # that is really there fails this run as well.
+                    print(f"{operation.label} ({mode.value}): flaky once:\n{describe(flaky)}")
+                    fuzz_operation(operation, mode, target.url)
             except Unsatisfiable:
                 # Nothing to get wrong: no input (/health), or only a free-form path id.
                 assert mode is GenerationMode.NEGATIVE
