@@ -22,6 +22,7 @@ from leasehold.api.protocol import router as protocol_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
 from leasehold.api.scheduling import router as scheduling_router
+from leasehold.bearer_tokens import Authenticator
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
 from leasehold.core.operations import Operations
@@ -33,7 +34,6 @@ from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
-from leasehold.tokens import Authenticator
 from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold")

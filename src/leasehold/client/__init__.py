@@ -33,7 +33,7 @@ from leasehold.client._items import (
 )
 from leasehold.client._new import MAX_BATCH, NewJob
 from leasehold.client._sync import SyncClient
-from leasehold.retry import NO_RETRY, RetryPolicy
+from leasehold.http_retry import NO_RETRY, RetryPolicy
 
 __all__ = [
     "DEFAULT_URL",

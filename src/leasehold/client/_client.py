@@ -35,8 +35,8 @@ from leasehold.client._new import MAX_BATCH, NewJob
 from leasehold.client._result import result_of, wait_finished
 from leasehold.client._transport import Transport
 from leasehold.errors import InvalidRequest
+from leasehold.http_retry import RetryPolicy, call_with_retry
 from leasehold.model import JSON, Attempt, Job, JobStatus
-from leasehold.retry import RetryPolicy, call_with_retry
 
 
 class Client:
