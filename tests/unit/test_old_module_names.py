@@ -22,3 +22,26 @@ def test_old_name_reexports_the_public_names(old: str, new: str) -> None:
     public = {n for n in public if getattr(new_module, n).__class__.__name__ != "module"}
     public = {n for n in public if getattr(getattr(new_module, n), "__module__", new) == new}
     assert public <= set(old_module.__all__)
+
+
+def test_core_schedule_still_names_the_schedule_rules() -> None:
+    """``leasehold.core.schedule`` is a documented import path (CHANGELOG)."""
+    old = importlib.import_module("leasehold.core.schedule")
+    new = importlib.import_module("leasehold.core.fire_times")
+    names = [
+        "RESERVED_KEY_PREFIX",
+        "CatchUp",
+        "Firing",
+        "Schedule",
+        "ScheduleSpec",
+        "check_cron",
+        "first_fire",
+        "idempotency_key",
+        "latest_fire",
+        "next_fire",
+        "plan_fires",
+        "schedule_idempotency_key",
+        "zone",
+    ]
+    for name in names:
+        assert getattr(old, name) is getattr(new, name)

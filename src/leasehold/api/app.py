@@ -29,7 +29,7 @@ from leasehold.core.clock import Clock
 from leasehold.core.operations import Operations
 from leasehold.core.reaper import Reaper
 from leasehold.core.retention import Pruner, Retention
-from leasehold.core.scheduler import Scheduler
+from leasehold.core.schedules import Scheduler
 from leasehold.core.service import JobService
 from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings

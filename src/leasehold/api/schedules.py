@@ -17,7 +17,7 @@ from leasehold.api.schemas import (
     ScheduleOut,
     ScheduleRequest,
 )
-from leasehold.core.scheduler import Scheduler
+from leasehold.core.schedules import Scheduler
 from leasehold.errors import InvalidRequest
 
 router = APIRouter(route_class=StrictJSONRoute)
