@@ -35,10 +35,10 @@ from leasehold.model import (
     Schedule,
     ScheduleSpec,
 )
+from leasehold.store import postgres_lease as pick
 from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_ops as ops
-from leasehold.store import postgres_pick as pick
-from leasehold.store import postgres_sched as sched
+from leasehold.store import postgres_schedules_limits as sched
 from leasehold.store.base import (
     AttemptPage,
     DeadFilter,
