@@ -340,7 +340,7 @@ async def test_the_client_carries_its_token(guarded: Coordinator) -> None:
     stranger = Client(guarded.url, token=WRONG)
     try:
         job = await producer.enqueue("client-auth", {"n": 1})
-        lease = await worker.renewal("w", kinds=["client-auth"])
+        lease = await worker.lease("w", kinds=["client-auth"])
         assert lease is not None and lease.job.id == job.id
         await worker.complete(job.id, lease.token, "done")
         assert (await producer.get(job.id)).status is JobStatus.COMPLETED

@@ -11,5 +11,5 @@ from leasehold.core.fire_times import idempotency_key as idempotency_key
 from leasehold.core.fire_times import latest_fire as latest_fire
 from leasehold.core.fire_times import next_fire as next_fire
 from leasehold.core.fire_times import plan_fires as plan_fires
-from leasehold.core.fire_times import schedule_idempotency_key as schedule_idempotency_key
 from leasehold.core.fire_times import zone as zone
+from leasehold.model import schedule_idempotency_key as schedule_idempotency_key
