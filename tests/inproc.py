@@ -31,7 +31,7 @@ from fastapi import FastAPI
 from leasehold.api.app import create_app
 from leasehold.core.clock import FakeClock
 from leasehold.core.reaper import Reaper
-from leasehold.core.scheduler import Scheduler
+from leasehold.core.schedules import Scheduler
 from leasehold.core.service import JobService
 from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store

@@ -13,6 +13,15 @@ import typer
 
 from leasehold import admin as _admin
 from leasehold.admin.scheduling import limits, schedules
+from leasehold.bearer_tokens import (
+    HashedToken,
+    Role,
+    TokenConfigError,
+    hash_token,
+    load_tokens_file,
+    new_token,
+    parse_tokens_env,
+)
 from leasehold.client import DEFAULT_URL
 from leasehold.conformance import commands as _conformance
 from leasehold.credentials import (
@@ -41,15 +50,6 @@ from leasehold.startup import (
     check_database_url,
     exit_with,
     prepare_database,
-)
-from leasehold.tokens import (
-    HashedToken,
-    Role,
-    TokenConfigError,
-    hash_token,
-    load_tokens_file,
-    new_token,
-    parse_tokens_env,
 )
 from leasehold.version import __version__
 

@@ -130,7 +130,7 @@ class Outcome:
         return [(name, self.ran_seconds if name == "completed" else 0.0) for name in self.events]
 
 
-# -- schedules (the rules that fire them are in core/schedule.py) ------------------------
+# -- schedules (the rules that fire them are in core/fire_times.py) ------------------------
 
 
 class CatchUp(StrEnum):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from leasehold.tokens import HashedToken
+from leasehold.bearer_tokens import HashedToken
 
 SqliteSynchronous = Literal["FULL", "NORMAL"]  # what `serve` offers (tests also use OFF)
 

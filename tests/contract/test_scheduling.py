@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from leasehold.core.schedule import Firing, ScheduleSpec, first_fire, plan_fires
+from leasehold.core.fire_times import Firing, ScheduleSpec, first_fire, plan_fires
 from leasehold.core.transitions import decide_cancel
 from leasehold.errors import JobCancelled
 from leasehold.model import AttemptOutcome, JobStatus

@@ -15,8 +15,8 @@ from structlog.testing import capture_logs
 
 from leasehold.api import fastpath, routes
 from leasehold.api.app import create_app
+from leasehold.bearer_tokens import HashedToken, Role, hash_token
 from leasehold.settings import CoordinatorSettings
-from leasehold.tokens import HashedToken, Role, hash_token
 
 Headers = list[tuple[bytes, bytes]]
 

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 import pytest
 import structlog
 
-from leasehold.core.schedule import ScheduleSpec, idempotency_key
-from leasehold.core.scheduler import Scheduler
+from leasehold.core.fire_times import ScheduleSpec, idempotency_key
+from leasehold.core.schedules import Scheduler
 from leasehold.core.service import JobService
 from leasehold.store.base import NewJob, Store
 from leasehold.store.open import open_store

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from leasehold.tokens import HashedToken, Role, hash_token
+from leasehold.bearer_tokens import HashedToken, Role, hash_token
 from tests.inprocess import AsgiApi, serve_app
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"

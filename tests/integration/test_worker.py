@@ -14,7 +14,7 @@ import structlog
 from leasehold.client import Client
 from leasehold.model import Job, JobStatus
 from leasehold.worker import LeasedJob, Registry, Worker, WorkerSettings
-from leasehold.worker.runtime import run_worker
+from leasehold.worker.lease_loop import run_worker
 from tests.fixtures.handlers import registry as fixture_registry
 from tests.http import eventually
 from tests.process import Coordinator, free_port, sqlite_coordinator

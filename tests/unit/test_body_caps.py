@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from leasehold.api.limits import ENVELOPE_BYTES, SMALL_BODY_BYTES, BodyLimit, route_caps
+from leasehold.api.bodysize import ENVELOPE_BYTES, SMALL_BODY_BYTES, BodyLimit, route_caps
 from leasehold.settings import MAX_BODY_BYTES, MAX_PAYLOAD_BYTES
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from leasehold.errors import Unavailable
-from leasehold.retry import RetryPolicy, call_with_retry
+from leasehold.http_retry import RetryPolicy, call_with_retry
 from leasehold.worker import AppLoadError, LeasedJob, Registry
 from leasehold.worker.loader import load_app
 

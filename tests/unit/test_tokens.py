@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 from leasehold import cli, startup
 from leasehold.api import server
 from leasehold.api.app import create_app
-from leasehold.settings import CoordinatorSettings
-from leasehold.tokens import (
+from leasehold.bearer_tokens import (
     Authenticator,
     HashedToken,
     Role,
@@ -24,6 +23,7 @@ from leasehold.tokens import (
     parse_tokens_env,
     parse_tokens_file,
 )
+from leasehold.settings import CoordinatorSettings
 
 SECRET = "sk_live_0123456789abcdefghij"
 

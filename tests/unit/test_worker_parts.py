@@ -1,6 +1,6 @@
 """The worker's parts on their own, against a fake client: slots (capacity.py), batch
-renewals (lease.py), batch reports (report.py), one job's run (jobrun.py) and the lease
-loop (runtime.py). No coordinator: each test decides what the "coordinator" answers.
+renewals (renewal.py), batch reports (report.py), one job's run (job_runner.py) and the lease
+loop (lease_loop.py). No coordinator: each test decides what the "coordinator" answers.
 
 Leases here last a fraction of a second on the event loop's own clock; waits are events
 and deadlines, never sleeps that hope.
@@ -37,10 +37,10 @@ from leasehold.errors import (
 from leasehold.model import Job, JobStatus
 from leasehold.worker import LeasedJob, Registry
 from leasehold.worker.capacity import Capacity
-from leasehold.worker.jobrun import JobRunner, Leased
-from leasehold.worker.lease import LeaseKeeper, Renewer
+from leasehold.worker.job_runner import JobRunner, Leased
+from leasehold.worker.lease_loop import Worker
+from leasehold.worker.renewal import LeaseKeeper, Renewer
 from leasehold.worker.report import MAX_FAIL_BATCH_CHARS, Reporter
-from leasehold.worker.runtime import Worker
 from leasehold.worker.settings import WorkerSettings
 from leasehold.worker.waiting import Flag
 

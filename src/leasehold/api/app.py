@@ -10,30 +10,31 @@ from collections.abc import AsyncIterator
 import structlog
 from fastapi import FastAPI
 
+from leasehold.api.bodysize import BodyLimit, route_caps
 from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.fastpath import FastEnqueue
 from leasehold.api.health import router as health_router
-from leasehold.api.limits import BodyLimit, route_caps
+from leasehold.api.kind_limits import router as kind_limits_router
 from leasehold.api.openapi import install_openapi
 from leasehold.api.operations import router as operations_router
 from leasehold.api.protocol import ProtocolHeader
 from leasehold.api.protocol import router as protocol_router
 from leasehold.api.requestlog import RequestLog
 from leasehold.api.routes import router
-from leasehold.api.scheduling import router as scheduling_router
+from leasehold.api.schedules import router as schedules_router
+from leasehold.bearer_tokens import Authenticator
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import Clock
 from leasehold.core.operations import Operations
 from leasehold.core.reaper import Reaper
 from leasehold.core.retention import Pruner, Retention
-from leasehold.core.scheduler import Scheduler
+from leasehold.core.schedules import Scheduler
 from leasehold.core.service import JobService
 from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
-from leasehold.tokens import Authenticator
 from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold")
@@ -122,7 +123,8 @@ def create_app(
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(health_router)
-    app.include_router(scheduling_router)
+    app.include_router(schedules_router)
+    app.include_router(kind_limits_router)
     app.include_router(protocol_router)
     app.include_router(operations_router)
     mount_dashboard(app)

@@ -26,8 +26,8 @@ import structlog
 from fastapi import Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from leasehold.bearer_tokens import Authenticator, Role
 from leasehold.errors import Forbidden, Unauthorized
-from leasehold.tokens import Authenticator, Role
 
 log = structlog.get_logger("leasehold")
 

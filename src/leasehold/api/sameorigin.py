@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from leasehold.bearer_tokens import is_loopback
 from leasehold.errors import CrossSite, MisdirectedRequest, UnsupportedMediaType
-from leasehold.tokens import is_loopback
 
 STATE_CHANGING: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}

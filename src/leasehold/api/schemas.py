@@ -21,10 +21,19 @@ from pydantic import (
     StrictInt,
 )
 
-from leasehold.core.schedule import RESERVED_KEY_PREFIX, CatchUp, Schedule, ScheduleSpec
 from leasehold.core.transitions import summary_line
 from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
-from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
+from leasehold.model import (
+    DEFAULT_QUEUE,
+    RESERVED_KEY_PREFIX,
+    Attempt,
+    AttemptOutcome,
+    CatchUp,
+    Job,
+    JobStatus,
+    Schedule,
+    ScheduleSpec,
+)
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.store.base import KindLimit
 

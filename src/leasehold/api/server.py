@@ -28,9 +28,9 @@ from fastapi import FastAPI
 
 from leasehold.api.connections import ConnectionLimits, guarded_protocol
 from leasehold.api.resources import DescriptorWatch, raise_open_files_limit
+from leasehold.bearer_tokens import is_loopback
 from leasehold.settings import CoordinatorSettings
 from leasehold.startup import EXIT_REFUSED, EXIT_STARTUP_FAILED, describe_database
-from leasehold.tokens import is_loopback
 
 log = structlog.get_logger("leasehold")
 

@@ -21,9 +21,7 @@ Batches (``enqueue_many``, ``lease(..., max_jobs=N)``, ``renew_many``, ``complet
 (``ItemResult``), so one stale token never fails the others.
 """
 
-from leasehold.client._answers import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
-from leasehold.client._client import Client
-from leasehold.client._items import (
+from leasehold.client._batch_items import (
     CompleteItem,
     FailItem,
     ItemOutcome,
@@ -31,9 +29,11 @@ from leasehold.client._items import (
     ItemVerdict,
     RenewItem,
 )
-from leasehold.client._new import MAX_BATCH, NewJob
+from leasehold.client._client import Client
+from leasehold.client._new_job import MAX_BATCH, NewJob
+from leasehold.client._parse import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
 from leasehold.client._sync import SyncClient
-from leasehold.retry import NO_RETRY, RetryPolicy
+from leasehold.http_retry import NO_RETRY, RetryPolicy
 
 __all__ = [
     "DEFAULT_URL",

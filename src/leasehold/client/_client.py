@@ -14,7 +14,15 @@ from typing import Any, overload
 from urllib.parse import quote
 
 from leasehold import tracing
-from leasehold.client._answers import (
+from leasehold.client._batch_items import (
+    CompleteItem,
+    FailItem,
+    ItemResult,
+    RenewItem,
+    parse_results,
+)
+from leasehold.client._new_job import MAX_BATCH, NewJob
+from leasehold.client._parse import (
     DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_URL,
     JobPage,
@@ -24,19 +32,11 @@ from leasehold.client._answers import (
     parse_attempt,
     parse_job,
 )
-from leasehold.client._items import (
-    CompleteItem,
-    FailItem,
-    ItemResult,
-    RenewItem,
-    parse_results,
-)
-from leasehold.client._new import MAX_BATCH, NewJob
 from leasehold.client._result import result_of, wait_finished
 from leasehold.client._transport import Transport
 from leasehold.errors import InvalidRequest
+from leasehold.http_retry import RetryPolicy, call_with_retry
 from leasehold.model import JSON, Attempt, Job, JobStatus
-from leasehold.retry import RetryPolicy, call_with_retry
 
 
 class Client:

@@ -9,9 +9,9 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from leasehold.client._answers import DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL
 from leasehold.client._client import Client
-from leasehold.retry import RetryPolicy
+from leasehold.client._parse import DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL
+from leasehold.http_retry import RetryPolicy
 
 P = ParamSpec("P")
 T = TypeVar("T")

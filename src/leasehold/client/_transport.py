@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from leasehold.client._answers import error_from_answer
+from leasehold.client._parse import error_from_answer
 from leasehold.errors import Unavailable
 from leasehold.version import __version__
 

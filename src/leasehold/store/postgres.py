@@ -35,10 +35,10 @@ from leasehold.model import (
     Schedule,
     ScheduleSpec,
 )
+from leasehold.store import postgres_lease as pick
 from leasehold.store import postgres_lease_ids as lease_ids
 from leasehold.store import postgres_ops as ops
-from leasehold.store import postgres_pick as pick
-from leasehold.store import postgres_sched as sched
+from leasehold.store import postgres_schedules_limits as sched
 from leasehold.store.base import (
     AttemptPage,
     DeadFilter,
@@ -544,7 +544,7 @@ class PostgresStore:
         Usually no limit stops the first due jobs (their limited kinds have room for them):
         then their kinds alone, at most ``max_jobs`` of them, so a limit on one kind does
         not make every lease probe thousands of tenant kinds. Otherwise every queued kind,
-        so that jobs behind a full kind are still found (as on SQLite, sqlite_pick.py)."""
+        so that jobs behind a full kind are still found (as on SQLite, sqlite_lease.py)."""
         args: list[object] = [request.max_jobs] + ([queues] if queues is not None else [])
         heads = {
             r["kind"]: r["n"]

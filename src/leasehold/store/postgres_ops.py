@@ -11,7 +11,7 @@ import orjson
 
 from leasehold.store.base import JobFilter
 from leasehold.store.ops import DeleteFilter, QueuesSnapshot, WorkerBeat, WorkerSeen
-from leasehold.store.postgres_pick import QUEUED_QUEUES
+from leasehold.store.postgres_lease import QUEUED_QUEUES
 
 _WORKER_COLUMNS: Final = (
     "worker_id, host, pid, version, kinds, queues, concurrency, started_at, last_seen"

@@ -44,7 +44,7 @@ from leasehold.model import (
 )
 from leasehold.store import sqlite_lease_ids as lease_ids
 from leasehold.store import sqlite_ops as ops
-from leasehold.store import sqlite_sched as sched
+from leasehold.store import sqlite_schedules_limits as sched
 from leasehold.store.base import (
     AttemptPage,
     DeadFilter,
@@ -66,7 +66,7 @@ from leasehold.store.base import (
 )
 from leasehold.store.migrations import migrations
 from leasehold.store.ops import DeleteFilter, QueuesSnapshot, WorkerBeat, WorkerSeen
-from leasehold.store.sqlite_pick import next_run_after, oldest_available, pick
+from leasehold.store.sqlite_lease import next_run_after, oldest_available, pick
 from leasehold.store.sqlite_read import Readers
 
 T = TypeVar("T")

@@ -113,7 +113,7 @@ def queued_queues(conn: sqlite3.Connection) -> list[str]:
 
 def _oldest_in(conn: sqlite3.Connection, queue: str) -> float | None:
     """run_after of the queue's oldest queued job: the oldest head of each of its priority
-    levels (a loose index scan, as ``sqlite_pick.oldest_available``)."""
+    levels (a loose index scan, as ``sqlite_lease.oldest_available``)."""
     (oldest,) = conn.execute(
         "WITH RECURSIVE p(priority) AS ("
         " SELECT (SELECT priority FROM jobs INDEXED BY jobs_pick_queue WHERE status = 'queued'"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from leasehold.core.schedule import (
+from leasehold.core.fire_times import (
     CatchUp,
     Schedule,
     ScheduleSpec,

@@ -16,7 +16,14 @@ from functools import partial
 
 import structlog
 
-from leasehold.core.schedule import Schedule, ScheduleSpec, check_cron, first_fire, plan_fires, zone
+from leasehold.core.fire_times import (
+    Schedule,
+    ScheduleSpec,
+    check_cron,
+    first_fire,
+    plan_fires,
+    zone,
+)
 from leasehold.core.service import JobService
 from leasehold.errors import ScheduleNotFound
 from leasehold.store.base import Fired

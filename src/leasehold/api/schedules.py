@@ -1,4 +1,4 @@
-"""Thin HTTP handlers for schedules and per-kind concurrency limits."""
+"""Thin HTTP handlers for schedules: PUT, GET, DELETE /schedules/{name} and GET /schedules."""
 
 from __future__ import annotations
 
@@ -9,23 +9,21 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 
 from leasehold.api.auth import ADMIN, READERS
 from leasehold.api.body import StrictJSONRoute
-from leasehold.api.routes import reply, service_of
+from leasehold.api.routes import reply
 from leasehold.api.schemas import (
     SCHEDULE_NAME_PATTERN,
     ErrorOut,
-    LimitList,
-    LimitOut,
-    LimitRequest,
     ScheduleList,
     ScheduleOut,
     ScheduleRequest,
 )
-from leasehold.core.scheduler import Scheduler
-from leasehold.core.userjson import has_invisible
+from leasehold.core.schedules import Scheduler
 from leasehold.errors import InvalidRequest
 
 router = APIRouter(route_class=StrictJSONRoute)
 
+# The same words as the limit routes' (api/kind_limits.py): the OpenAPI document describes
+# the two families together.
 _WHY = {
     404: "no schedule or limit by that name (for a limit's kind: or none the path can carry)",
     422: "the schedule or limit is not acceptable",
@@ -50,12 +48,6 @@ _NAME = Annotated[str, Path(max_length=400)]
 def scheduler_of(request: Request) -> Scheduler:
     scheduler: Scheduler = request.app.state.scheduler
     return scheduler
-
-
-def _kind(raw: str) -> str:
-    if not raw.strip() or len(raw) > 200 or has_invisible(raw):
-        raise InvalidRequest("kind must be 1-200 printable characters")
-    return raw
 
 
 @router.put(
@@ -92,27 +84,4 @@ async def get_schedule(name: _NAME, request: Request) -> Response:
 @router.delete("/schedules/{name}", status_code=204, responses=errors(404), dependencies=_ADMIN)
 async def delete_schedule(name: _NAME, request: Request) -> Response:
     await scheduler_of(request).delete(name)
-    return Response(status_code=204)
-
-
-@router.get("/limits", response_model=LimitList, responses=errors(), dependencies=_READERS)
-async def list_limits(request: Request) -> Response:
-    limits = await service_of(request).limits()
-    return reply(LimitList(limits=[LimitOut.of(limit) for limit in limits]))
-
-
-# A kind with a line break cannot be matched by the path at all (404); any other bad kind
-# is refused as input (422).
-@router.put(
-    "/limits/{kind:path}", response_model=LimitOut, responses=errors(404, 422), dependencies=_ADMIN
-)
-async def put_limit(kind: str, body: LimitRequest, request: Request) -> Response:
-    """At most ``max_running`` jobs of the kind running at once, from the next lease on."""
-    limit = await service_of(request).limit_put(_kind(kind), body.max_running)
-    return reply(LimitOut.of(limit))
-
-
-@router.delete("/limits/{kind:path}", status_code=204, responses=errors(404), dependencies=_ADMIN)
-async def delete_limit(kind: str, request: Request) -> Response:
-    await service_of(request).limit_delete(kind)
     return Response(status_code=204)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from leasehold.client._answers import drop_none, error_from_code, parse_job
+from leasehold.client._parse import drop_none, error_from_code, parse_job
 from leasehold.errors import Conflict, JobNotFound, LeaseholdError, StaleToken
 from leasehold.model import JSON, Job
 

@@ -14,8 +14,8 @@ import structlog
 from leasehold.model import JSON
 from leasehold.worker.errors import PermanentFailure, Retry
 from leasehold.worker.job import LeasedJob
-from leasehold.worker.lease import LeaseKeeper
 from leasehold.worker.registry import Handler
+from leasehold.worker.renewal import LeaseKeeper
 from leasehold.worker.threads import in_daemon_thread
 from leasehold.worker.waiting import Flag, cancel_and_wait
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from leasehold.client._answers import drop_none
+from leasehold.client._parse import drop_none
 from leasehold.model import JSON
 from leasehold.tracing import inject_headers
 

@@ -1,4 +1,5 @@
-"""What the coordinator answers, as types: errors, jobs, leases, pages."""
+"""Parsing what the coordinator answers into types (errors, jobs, leases, pages), and
+encoding requests as the strict JSON it takes."""
 
 from __future__ import annotations
 

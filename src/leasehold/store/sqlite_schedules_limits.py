@@ -12,7 +12,7 @@ import orjson
 from leasehold.errors import Unavailable
 from leasehold.model import CatchUp, Firing, Schedule, ScheduleSpec
 from leasehold.store.base import FirstFire, KindLimit
-from leasehold.store.sqlite_pick import running
+from leasehold.store.sqlite_lease import running
 
 SCHEDULE_COLUMNS: Final = (
     "name, cron, timezone, kind, payload, queue, priority, max_attempts, catch_up, enabled,"

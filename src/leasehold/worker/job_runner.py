@@ -19,10 +19,10 @@ from leasehold.errors import (
     PayloadTooLarge,
 )
 from leasehold.worker.context import enter_job
-from leasehold.worker.execute import Failed, Interrupted, Outcome, Succeeded, execute
+from leasehold.worker.handler_outcome import Failed, Interrupted, Outcome, Succeeded, execute
 from leasehold.worker.job import LeasedJob
-from leasehold.worker.lease import LeaseKeeper, Renewer
 from leasehold.worker.registry import Registry
+from leasehold.worker.renewal import LeaseKeeper, Renewer
 from leasehold.worker.report import Reporter
 from leasehold.worker.waiting import Flag, Preempted, unless_set
 

@@ -3,7 +3,7 @@
 Leasing: one request at a time asks for as many jobs as there are free handler slots
 (``concurrency`` in all), waits for them with a long poll, and starts every job it brings
 at once: no job sits leased in a buffer while its lease runs. Each slot is free again as
-soon as its handler ends. Renewals (``lease.Renewer``) and reports (``report.Reporter``)
+soon as its handler ends. Renewals (``renewal.Renewer``) and reports (``report.Reporter``)
 of all running jobs go in batches too, each item fenced by its own token and answered on
 its own.
 
@@ -35,10 +35,10 @@ from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.version import __version__
 from leasehold.worker.capacity import Capacity
 from leasehold.worker.context import Hook, WorkerContext, enter_worker, run_hook
-from leasehold.worker.execute import describe
+from leasehold.worker.handler_outcome import describe
 from leasehold.worker.heartbeat import beat_body, beat_forever
 from leasehold.worker.heartbeat import now as heartbeat_now
-from leasehold.worker.jobrun import JobRunner, Leased
+from leasehold.worker.job_runner import JobRunner, Leased
 from leasehold.worker.registry import Registry
 from leasehold.worker.settings import WorkerSettings
 from leasehold.worker.waiting import Flag, cancel_and_wait, wait_event
