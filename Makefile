@@ -50,7 +50,7 @@ test: lint typecheck imports
 ## no process (unit, contract, the app served in the test process), on SQLite, with fewer
 ## state-machine examples; `make test` runs them all on both backends
 check: lint typecheck imports
-	LEASEHOLD_STATEFUL_EXAMPLES=30 $(BIN)/pytest -m fast -k "not postgres" -q
+	LEASEHOLD_STATEFUL_EXAMPLES=30 $(BIN)/pytest -n $(TEST_PROCESSES) -m fast -k "not postgres" -q
 
 ## ruff's lint rules and its formatting
 lint: $(TEST_STAMP)
