@@ -28,6 +28,17 @@ class Api:
             # As every client of the coordinator must: state changes declare JSON.
             headers = {"Content-Type": "application/json", **kwargs.get("headers", {})}
             kwargs["headers"] = headers
+        try:
+            return await self._send(method, path, **kwargs)
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+            if method != "GET":
+                raise
+            # A kept-alive connection the server closed for idleness just as this request
+            # went out on it: HTTP's own race, which clients answer by asking again on a
+            # new connection. Only a read is asked again: a change might have been made.
+            return await self._send(method, path, **kwargs)
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> Answer:
         async with self.session.request(method, self.base_url + path, **kwargs) as r:
             raw = await r.read()
             body: Any = None

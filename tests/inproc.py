@@ -126,7 +126,16 @@ async def serve_app(
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, access_log=False, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+        app,
+        access_log=False,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        # Idle connections are closed by the coordinator's own server (connection limits
+        # are tested against a real process); here a test's session may sit idle past
+        # uvicorn's 5 s while another part of the test works, and its next request would
+        # race the close.
+        timeout_keep_alive=120,
     )
     server = _Server(config, app.state.service)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="inproc-coordinator")
