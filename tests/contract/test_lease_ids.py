@@ -32,6 +32,14 @@ async def test_a_retried_lease_gets_the_same_leases_back(store: Store) -> None:
     assert [j.id for j in fresh] == [3]
 
 
+async def test_a_request_id_that_leased_nothing_leases_afresh(store: Store) -> None:
+    """A long poll keeps its request id across its looks: an empty look is not replayed,
+    so a job that arrives later is leased under the same id."""
+    assert await store.job_lease(asking("poll")) == []
+    await store.job_insert_many([job()])
+    assert [j.id for j in await store.job_lease(asking("poll"))] == [1]
+
+
 async def test_a_request_id_is_per_worker(store: Store) -> None:
     """Another worker's request with the same id is a request of its own."""
     await store.job_insert_many([job(), job()])

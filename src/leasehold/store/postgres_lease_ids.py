@@ -51,7 +51,11 @@ async def replay(
 
 
 async def remember(conn: asyncpg.Connection, request: LeaseRequest, jobs: Sequence[Job]) -> None:
-    """Record the leases a request with an id was given: one row, however many jobs."""
+    """Record the leases a request with an id was given: one row, however many jobs. An
+    answer with none is not recorded: a long poll asks again under the same id, and its
+    next look (or an enqueue's handoff) must lease afresh, not replay the empty one."""
+    if not jobs:
+        return
     await conn.execute(
         "INSERT INTO lease_requests (worker_id, request_id, job_ids, tokens)"
         " VALUES ($1, $2, $3, $4)"

@@ -51,7 +51,11 @@ def replay(
 def remember(
     conn: sqlite3.Connection, request: LeaseRequest, jobs: Sequence[Job], now: float
 ) -> None:
-    """Record the leases a request with an id was given: one row, however many jobs."""
+    """Record the leases a request with an id was given: one row, however many jobs. An
+    answer with none is not recorded: a long poll asks again under the same id, and its
+    next look (or an enqueue's handoff) must lease afresh, not replay the empty one."""
+    if not jobs:
+        return
     conn.execute(
         "INSERT OR REPLACE INTO lease_requests (worker_id, request_id, leases, created_at)"
         " VALUES (?, ?, ?, ?)",
