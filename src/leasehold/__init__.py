@@ -7,8 +7,9 @@ HTTP client alone takes a third of a second to import.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from leasehold.lazy import exports
 
 if TYPE_CHECKING:
     from leasehold.client import Client, SyncClient
@@ -91,16 +92,4 @@ __all__ = [
     "task",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Import a public name from its home the first time it is asked for."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'leasehold' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = exports(__name__, _HOMES)

@@ -7,11 +7,10 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from leasehold.client import RetryPolicy, SyncClient
 from leasehold.credentials import (
     TOKEN_FILE_HELP,
     TOKEN_HELP,
@@ -29,6 +28,10 @@ from leasehold.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
+from leasehold.http_retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from leasehold.client import SyncClient
 
 # A person is waiting: three quick tries (about half a second when nothing listens), not
 # the worker's patience. Each try still gets the client's full timeout.
@@ -93,6 +96,8 @@ AsJson = Annotated[
 @contextmanager
 def connected(url: str, token: str | None, token_file: Path | None = None) -> Iterator[SyncClient]:
     """A client for the command; any leasehold error inside ends the command (``fail``)."""
+    from leasehold.client import SyncClient  # here: `leasehold serve` never imports aiohttp
+
     token = resolve_token(token, token_file)
     try:
         with SyncClient(

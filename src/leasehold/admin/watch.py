@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console, Group, RenderableType
@@ -13,8 +13,10 @@ from rich.text import Text
 
 from leasehold.admin import render
 from leasehold.admin.wire import print_json
-from leasehold.client import SyncClient
 from leasehold.errors import Unavailable
+
+if TYPE_CHECKING:
+    from leasehold.client import SyncClient
 
 
 def show_stats(client: SyncClient, url: str, watch: float | None, as_json: bool) -> None:

@@ -19,21 +19,31 @@ idempotency key (see ``Client.enqueue``).
 Batches (``enqueue_many``, ``lease(..., max_jobs=N)``, ``renew_many``, ``complete_many``,
 ``fail_many``) send up to 1,000 items in one request; reports are answered item by item
 (``ItemResult``), so one stale token never fails the others.
+
+The names are imported on first use (``leasehold.lazy``): the command line and the
+coordinator import ``DEFAULT_URL`` without aiohttp.
 """
 
-from leasehold.client._batch_items import (
-    CompleteItem,
-    FailItem,
-    ItemOutcome,
-    ItemResult,
-    ItemVerdict,
-    RenewItem,
-)
-from leasehold.client._client import Client
-from leasehold.client._new_job import MAX_BATCH, NewJob
-from leasehold.client._parse import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
-from leasehold.client._sync import SyncClient
-from leasehold.http_retry import NO_RETRY, RetryPolicy
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from leasehold.lazy import exports
+
+if TYPE_CHECKING:
+    from leasehold.client._batch_items import (
+        CompleteItem,
+        FailItem,
+        ItemOutcome,
+        ItemResult,
+        ItemVerdict,
+        RenewItem,
+    )
+    from leasehold.client._client import Client
+    from leasehold.client._new_job import MAX_BATCH, NewJob
+    from leasehold.client._parse import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
+    from leasehold.client._sync import SyncClient
+    from leasehold.http_retry import NO_RETRY, RetryPolicy
 
 __all__ = [
     "DEFAULT_URL",
@@ -54,3 +64,24 @@ __all__ = [
     "error_from_answer",
     "parse_job",
 ]
+
+_HOMES: dict[str, str] = {
+    "CompleteItem": "leasehold.client._batch_items",
+    "FailItem": "leasehold.client._batch_items",
+    "ItemOutcome": "leasehold.client._batch_items",
+    "ItemResult": "leasehold.client._batch_items",
+    "ItemVerdict": "leasehold.client._batch_items",
+    "RenewItem": "leasehold.client._batch_items",
+    "Client": "leasehold.client._client",
+    "MAX_BATCH": "leasehold.client._new_job",
+    "NewJob": "leasehold.client._new_job",
+    "DEFAULT_URL": "leasehold.client._parse",
+    "JobPage": "leasehold.client._parse",
+    "Lease": "leasehold.client._parse",
+    "error_from_answer": "leasehold.client._parse",
+    "parse_job": "leasehold.client._parse",
+    "SyncClient": "leasehold.client._sync",
+    "NO_RETRY": "leasehold.http_retry",
+    "RetryPolicy": "leasehold.http_retry",
+}
+__getattr__, __dir__ = exports(__name__, _HOMES)

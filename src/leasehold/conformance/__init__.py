@@ -5,6 +5,18 @@ prints one line per vector; ``leasehold certify-worker -- CMD ...`` runs a worke
 language against a scripted workload with faults and checks the invariants.
 """
 
-from leasehold.conformance.runner import Result, run_vectors
+from typing import TYPE_CHECKING
+
+from leasehold.lazy import exports
+
+if TYPE_CHECKING:
+    from leasehold.conformance.runner import Result, run_vectors
 
 __all__ = ["Result", "run_vectors"]
+
+# On first use: `leasehold` registers these commands at every start, and the runner
+# imports aiohttp.
+__getattr__, __dir__ = exports(
+    __name__,
+    {"Result": "leasehold.conformance.runner", "run_vectors": "leasehold.conformance.runner"},
+)

@@ -8,9 +8,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from leasehold.demo.processes import DemoError, free_port, port_is_free
-from leasehold.demo.run import DemoSettings, run_demo
-
 
 def demo(
     jobs: Annotated[
@@ -41,6 +38,11 @@ def demo(
     """Start a coordinator (temporary SQLite database) and worker processes with example
     handlers (quick, flaky, failing, slow), enqueue JOBS jobs and show their progress.
     Everything it starts is stopped on exit or Ctrl+C."""
+    # Here, not at the top: `leasehold` registers this command at every start, and the
+    # demo's parts import the HTTP client.
+    from leasehold.demo.processes import DemoError, free_port, port_is_free
+    from leasehold.demo.run import DemoSettings, run_demo
+
     console = Console()
     if port == 0:
         port = free_port()
