@@ -18,6 +18,8 @@ from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
+from leasehold import dashboard
+
 ASSETS_DIR = Path(str(files("fastapi_offline") / "static"))
 INIT_DIR = Path(__file__).parent / "docs_static"
 
@@ -36,12 +38,8 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "frame-ancestors 'none'",
     )
 )
-HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
+# The dashboard's headers, with the policy the two UIs need in place of the dashboard's.
+HEADERS = {**dashboard.HEADERS, "Content-Security-Policy": CONTENT_SECURITY_POLICY}
 
 _SWAGGER = """<!doctype html>
 <html lang="en">

@@ -8,28 +8,16 @@ from fastapi import APIRouter, Depends, Request, Response
 from leasehold.api.auth import ADMIN, READERS
 from leasehold.api.body import StrictJSONRoute
 from leasehold.api.routes import reply, service_of
-from leasehold.api.schemas import ErrorOut, LimitList, LimitOut, LimitRequest
+from leasehold.api.schedules import errors  # one description of both families
+from leasehold.api.schemas import LimitList, LimitOut, LimitRequest
 from leasehold.core.userjson import has_invisible
 from leasehold.errors import InvalidRequest
 
 router = APIRouter(route_class=StrictJSONRoute)
 
-# The same words as the schedule routes' (api/schedules.py): the OpenAPI document describes
-# the two families together.
-_WHY = {
-    404: "no schedule or limit by that name (for a limit's kind: or none the path can carry)",
-    422: "the schedule or limit is not acceptable",
-    503: "the database is unavailable; retry",
-}
 # Reading is for readers (the dashboard, scrapers); changing is for operators.
 _READERS = [Depends(READERS)]
 _ADMIN = [Depends(ADMIN)]
-
-
-def errors(*codes: int) -> dict[int | str, dict[str, object]]:
-    """The domain errors a route answers with (StrictJSONRoute adds the guard's and the
-    body's), for the OpenAPI schema."""
-    return {code: {"model": ErrorOut, "description": _WHY[code]} for code in (*codes, 503)}
 
 
 def _kind(raw: str) -> str:

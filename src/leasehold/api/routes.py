@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -78,10 +79,16 @@ _WHY = {
 }
 
 
+def error_responses(why: Mapping[int, str], *codes: int) -> dict[int | str, dict[str, object]]:
+    """The domain errors a route answers with, described by ``why`` (the guard's and the
+    input's are added by StrictJSONRoute), so the OpenAPI schema lists every status a route
+    can send; 503 always."""
+    return {code: {"model": ErrorOut, "description": why[code]} for code in (*codes, 503)}
+
+
 def errors(*codes: int) -> dict[int | str, dict[str, object]]:
-    """The domain errors a route answers with (the guard's and the input's are added by
-    StrictJSONRoute), so the OpenAPI schema lists every status a route can send."""
-    return {code: {"model": ErrorOut, "description": _WHY[code]} for code in (*codes, 503)}
+    """The job routes' domain errors (``error_responses``)."""
+    return error_responses(_WHY, *codes)
 
 
 # Who may call what: one guard per route (see api/auth.py; undeclared means admin only).

@@ -9,10 +9,9 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 
 from leasehold.api.auth import ADMIN, READERS
 from leasehold.api.body import StrictJSONRoute
-from leasehold.api.routes import reply
+from leasehold.api.routes import error_responses, reply
 from leasehold.api.schemas import (
     SCHEDULE_NAME_PATTERN,
-    ErrorOut,
     ScheduleList,
     ScheduleOut,
     ScheduleRequest,
@@ -22,8 +21,8 @@ from leasehold.errors import InvalidRequest
 
 router = APIRouter(route_class=StrictJSONRoute)
 
-# The same words as the limit routes' (api/kind_limits.py): the OpenAPI document describes
-# the two families together.
+# Also the limit routes' words (api/kind_limits.py): the OpenAPI document describes the two
+# families together.
 _WHY = {
     404: "no schedule or limit by that name (for a limit's kind: or none the path can carry)",
     422: "the schedule or limit is not acceptable",
@@ -35,9 +34,8 @@ _ADMIN = [Depends(ADMIN)]
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, object]]:
-    """The domain errors a route answers with (StrictJSONRoute adds the guard's and the
-    body's), for the OpenAPI schema."""
-    return {code: {"model": ErrorOut, "description": _WHY[code]} for code in (*codes, 503)}
+    """The schedule and limit routes' domain errors (``routes.error_responses``)."""
+    return error_responses(_WHY, *codes)
 
 
 # Names are checked here rather than by FastAPI's path validation, so that a bad name is a

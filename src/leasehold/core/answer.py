@@ -70,10 +70,14 @@ def job_json(job: Job) -> orjson.Fragment:
 
 def job_bytes(job: Job) -> bytes:
     """The job's ``JobOut`` encoded; ``Unanswerable`` when it cannot be."""
+    return _encoded(job_wire(job), job_id=job.id)
+
+
+def _encoded(value: Any, **context: object) -> bytes:
     try:
-        return encode(job_wire(job))
+        return encode(value)
     except (TypeError, ValueError) as exc:  # orjson.JSONEncodeError is a TypeError
-        log.error("answer.unbuildable", job_id=job.id, error=str(exc))
+        log.error("answer.unbuildable", **context, error=str(exc))
         raise Unanswerable() from exc
 
 
@@ -140,8 +144,4 @@ def payload_bytes(payload: Any) -> int:
     ``Unanswerable`` when it cannot be encoded. A job's other fields are numbers, times and
     checked strings, so a payload that encodes makes an answer that does: an enqueue
     cannot fail after its commit."""
-    try:
-        return len(encode(payload))
-    except (TypeError, ValueError) as exc:
-        log.error("answer.unbuildable", error=str(exc))
-        raise Unanswerable() from exc
+    return len(_encoded(payload))

@@ -39,6 +39,16 @@ SHARD: Final = "pg_backend_pid() % 16"
 SECOND: Final = "floor(extract(epoch FROM now()))::bigint"
 _ORDER: Final = "ORDER BY priority DESC, run_after, id"
 _NOW: Final = "statement_timestamp()"
+# The priority levels that have queued jobs, highest first, one index probe each (a loose
+# index scan over jobs_pick): the walk every unnarrowed pick and due-time read starts from.
+_LEVELS: Final = (
+    "WITH RECURSIVE p(priority) AS ("
+    " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
+    " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
+    " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+    " FROM p WHERE p.priority IS NOT NULL"
+    ")"
+)
 
 # $1 worker_id, $2 lease seconds, $3 n; then kinds, caps (capped form), queues as used.
 _LEASE: Final = (
@@ -133,12 +143,7 @@ def _plain_pick(due: str) -> str:
     far as its reader fetches, so the walk stops once ``$3`` jobs are found.
     """
     return (
-        "WITH RECURSIVE p(priority) AS ("
-        " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
-        " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
-        " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
-        " FROM p WHERE p.priority IS NOT NULL"
-        ") SELECT head.id FROM p CROSS JOIN LATERAL ("
+        f"{_LEVELS} SELECT head.id FROM p CROSS JOIN LATERAL ("
         f" SELECT id FROM jobs WHERE {due} AND priority = p.priority"
         f" {_ORDER} LIMIT $3 FOR UPDATE SKIP LOCKED) AS head LIMIT $3"
     )
@@ -166,23 +171,13 @@ RUNNING: Final = (
 )
 OLDEST_AVAILABLE: Final = (
     # The oldest head of each priority level (a loose index scan over jobs_pick).
-    "WITH RECURSIVE p(priority) AS ("
-    " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
-    " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
-    " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
-    " FROM p WHERE p.priority IS NOT NULL"
-    ") SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
+    f"{_LEVELS} SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
     " AND priority = p.priority ORDER BY priority DESC, run_after LIMIT 1))"
     " FROM p WHERE p.priority IS NOT NULL"
 )
 NEXT_RUN_AFTER: Final = (
     # The earliest future run_after of each priority level (a loose index scan over jobs_pick).
-    "WITH RECURSIVE p(priority) AS ("
-    " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
-    " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
-    " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
-    " FROM p WHERE p.priority IS NOT NULL"
-    ") SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
+    f"{_LEVELS} SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
     " AND priority = p.priority AND run_after > $1 ORDER BY priority DESC, run_after LIMIT 1))"
     " FROM p WHERE p.priority IS NOT NULL"
 )
@@ -211,12 +206,7 @@ def head_kinds_sql(*, queues: bool) -> str:
         )
     else:
         heads = (
-            "WITH RECURSIVE p(priority) AS ("
-            " (SELECT priority FROM jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1)"
-            " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued'"
-            " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
-            " FROM p WHERE p.priority IS NOT NULL"
-            ") SELECT head.kind FROM p CROSS JOIN LATERAL ("
+            f"{_LEVELS} SELECT head.kind FROM p CROSS JOIN LATERAL ("
             f" SELECT kind, id FROM jobs WHERE {due} AND priority = p.priority"
             f" {_ORDER} LIMIT $1) AS head LIMIT $1"
         )
