@@ -1,5 +1,7 @@
-"""Operator features through a real coordinator on each backend: delete, paused queues,
-retention, worker presence, run-now, time limits and list filters."""
+"""Operator features through the coordinator app served in the test process
+(tests/inproc.py) on each backend: delete, paused queues, retention, worker presence,
+run-now, time limits and list filters. Nothing here is about the process, so none is
+started (a coordinator process costs about a second of CPU to start)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from datetime import UTC, datetime, timedelta
 import aiohttp
 import pytest
 
-from tests.conftest import CoordinatorFactory
+from tests.conftest import InProcessFactory
 from tests.http import Api
+from tests.inproc import InProcessCoordinator
 
 BEAT = {
     "worker_id": "w-ops",
@@ -26,20 +29,20 @@ BEAT = {
 
 
 @pytest.fixture
-async def ops_api(start_coordinator: CoordinatorFactory) -> AsyncIterator[Api]:
+async def ops(start_inproc: InProcessFactory) -> InProcessCoordinator:
     """A coordinator that prunes completed jobs 0.2 s after they finish (and others never)."""
-    c = start_coordinator(
-        "--retain-completed-seconds",
-        "0.2",
-        "--retain-cancelled-seconds",
-        "0",
-        "--retain-dead-seconds",
-        "0",
-        "--prune-interval-seconds",
-        "0.05",
+    return await start_inproc(
+        retain_completed_seconds=0.2,
+        retain_cancelled_seconds=0.0,
+        retain_dead_seconds=0.0,
+        prune_interval_seconds=0.05,
     )
+
+
+@pytest.fixture
+async def ops_api(ops: InProcessCoordinator) -> AsyncIterator[Api]:
     async with aiohttp.ClientSession() as session:
-        yield Api(c.url, session)
+        yield Api(ops.url, session)
 
 
 async def test_delete_refuses_running_jobs_and_frees_the_rest(ops_api: Api) -> None:
@@ -88,11 +91,14 @@ async def test_a_paused_queue_holds_its_jobs_and_resume_wakes_a_long_poll(ops_ap
     assert time.monotonic() - started < 5
 
 
-async def test_completed_jobs_are_pruned_and_totals_stay(ops_api: Api) -> None:
+async def test_completed_jobs_are_pruned_and_totals_stay(
+    ops: InProcessCoordinator, ops_api: Api
+) -> None:
     job = await ops_api.enqueue("short")
     lease = await ops_api.lease(kinds=["short"])
     assert lease is not None
     await ops_api.post(f"/jobs/{job['id']}/complete", {"token": lease["token"]})
+    await ops.advance(0.3)  # past its retention; the pruner's next pass deletes it
     deadline = time.monotonic() + 10
     while (await ops_api.get(f"/jobs/{job['id']}")).status != 404:
         assert time.monotonic() < deadline, "the completed job was never pruned"
