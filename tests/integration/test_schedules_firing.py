@@ -1,12 +1,17 @@
-"""Schedules firing in real coordinators: each run enqueued once, per second; catch-up after
-every coordinator was down; two coordinators on one PostgreSQL never enqueue a run twice.
+"""Schedules firing: each run enqueued once, per second; catch-up after every coordinator
+was down; two coordinators on one PostgreSQL never enqueue a run twice.
 
-Waits are polls with deadlines; the one sleep is the length of an outage.
+The first two serve the app in the test process (tests/inproc.py): on SQLite its FakeClock
+moves a second at a time and a pass is fired at once, on PostgreSQL (whose clock is the
+database's) time really passes; "down" is the app stopped and started again on the same
+database. Only the last starts processes, since several coordinators are its point.
+Waits are polls with deadlines; the one sleep is the length of an outage on PostgreSQL.
 """
 
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,14 +19,16 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.conftest import CoordinatorFactory
+from leasehold.core.clock import FakeClock
+from tests.conftest import InProcessFactory
 from tests.http import Api, eventually
+from tests.inproc import InProcessCoordinator, in_process_store, quick_settings, serve_app
 from tests.process import Coordinator
 
 # A pass every 0.1 s. The grace is what a stalled process on a busy machine may lag without
 # a run counting as missed; the catch-up test wants misses, so it has a shorter one.
 FAST = ("--schedule-interval-seconds", "0.1", "--schedule-grace-seconds", "3")
-CATCH_UP = ("--schedule-interval-seconds", "0.1", "--schedule-grace-seconds", "1.5")
+CATCH_UP = {"schedule_interval_seconds": 0.1, "schedule_grace_seconds": 1.5}
 GRACE = timedelta(seconds=1.5)
 EVERY_SECOND = "* * * * * *"
 
@@ -58,14 +65,21 @@ async def count_at_least(api: Api, name: str, n: int) -> list[tuple[datetime, da
     return found if len(found) >= n else None
 
 
-async def test_a_schedule_enqueues_every_run_once(
-    start_coordinator: CoordinatorFactory,
-) -> None:
-    coordinator = start_coordinator(*FAST)
+async def a_second_later(
+    coordinator: InProcessCoordinator, api: Api, name: str, n: int
+) -> list[tuple[datetime, datetime]] | None:
+    """Let a second pass for the coordinator and fire what is due; the runs once n exist."""
+    await coordinator.advance(1.0, sweep=False)
+    await coordinator.fire()
+    return await count_at_least(api, name, n)
+
+
+async def test_a_schedule_enqueues_every_run_once(start_inproc: InProcessFactory) -> None:
+    coordinator = await start_inproc(schedule_interval_seconds=0.1, schedule_grace_seconds=3.0)
     async with aiohttp.ClientSession() as session:
         api = Api(coordinator.url, session)
         await put_schedule(api, "beat", queue="cron", priority=9, payload={"x": 1})
-        await eventually(lambda: count_at_least(api, "beat", 4), within=30)
+        await eventually(lambda: a_second_later(coordinator, api, "beat", 4), within=30)
         assert (await api.request("DELETE", "/schedules/beat")).status == 204
         fires = [fire for fire, _ in await runs(api, "beat")]
         assert_consecutive_seconds(fires)
@@ -75,39 +89,44 @@ async def test_a_schedule_enqueues_every_run_once(
         }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("catch_up", ["skip", "once"])
-async def test_catch_up_after_every_coordinator_was_down(
-    start_coordinator: CoordinatorFactory, catch_up: str
-) -> None:
-    coordinator = start_coordinator(*CATCH_UP)
+async def test_catch_up_after_every_coordinator_was_down(database_url: str, catch_up: str) -> None:
+    fake = FakeClock(datetime.now(UTC))  # shared by both starts (SQLite only)
+
+    def serve() -> AbstractAsyncContextManager[InProcessCoordinator]:
+        store, clock = in_process_store(database_url, fake)
+        return serve_app(store, quick_settings(**CATCH_UP), clock)
+
     async with aiohttp.ClientSession() as session:
-        api = Api(coordinator.url, session)
-        await put_schedule(api, "beat", catch_up=catch_up)
-        await eventually(lambda: count_at_least(api, "beat", 2), within=30)
-        coordinator.kill()
-        down_at = datetime.now(UTC)
-        await asyncio.sleep(5.0)  # the outage: fire times pass with nobody to fire them
-        await asyncio.to_thread(coordinator.start)
-        before = [fire for fire, created in await runs(api, "beat") if created < down_at]
+        async with serve() as first:
+            api = Api(first.url, session)
+            await put_schedule(api, "beat", catch_up=catch_up)
+            await eventually(lambda: a_second_later(first, api, "beat", 2), within=30)
+            down_at = first.now()
+        # The outage: fire times pass with no coordinator (its scheduler stopped with it).
+        await first.advance(5.0, sweep=False)
+        async with serve() as second:
+            api = Api(second.url, session)
+            before = [fire for fire, created in await runs(api, "beat") if created <= down_at]
 
-        async def after_restart() -> list[tuple[datetime, datetime]]:
-            return [(f, c) for f, c in await runs(api, "beat") if c > down_at]
+            async def after_restart() -> list[tuple[datetime, datetime]]:
+                await second.fire()
+                return [(f, c) for f, c in await runs(api, "beat") if c > down_at]
 
-        back = await eventually(after_restart, within=30)
-        first_pass = min(created for _, created in back)
-        missed = [f for f, _ in back if f < first_pass - GRACE]
-        assert first_pass - GRACE - before[-1] > timedelta(seconds=2)  # runs were missed
-        if catch_up == "skip":
-            assert missed == []
-        else:
-            latest_missed = (first_pass - GRACE).replace(microsecond=0)
-            if latest_missed == first_pass - GRACE:
-                latest_missed -= timedelta(seconds=1)
-            assert missed == [latest_missed]
-        fires = [f for f, _ in await runs(api, "beat")]
-        assert len(fires) == len(set(fires))
-        assert_consecutive_seconds([f for f in fires if f >= first_pass - GRACE])
+            back = await eventually(after_restart, within=30)
+            first_pass = min(created for _, created in back)
+            missed = [f for f, _ in back if f < first_pass - GRACE]
+            assert first_pass - GRACE - before[-1] > timedelta(seconds=2)  # runs were missed
+            if catch_up == "skip":
+                assert missed == []
+            else:
+                latest_missed = (first_pass - GRACE).replace(microsecond=0)
+                if latest_missed == first_pass - GRACE:
+                    latest_missed -= timedelta(seconds=1)
+                assert missed == [latest_missed]
+            fires = [f for f, _ in await runs(api, "beat")]
+            assert len(fires) == len(set(fires))
+            assert_consecutive_seconds([f for f in fires if f >= first_pass - GRACE])
 
 
 @pytest.mark.postgres
