@@ -8,6 +8,9 @@ EXTRAS ?=
 # The test processes `make test` runs in parallel: most tests wait on a coordinator, a
 # worker or a clock rather than compute, so twice the cores keeps both busy.
 TEST_PROCESSES ?= 4
+# Each module's tests go to one process: a module-scoped coordinator (or other fixture)
+# then starts once, not once in every process that got some of its tests.
+DIST := --dist loadscope
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
@@ -44,13 +47,13 @@ run: $(STAMP)
 test: lint typecheck imports
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-browser.sh
-	$(BIN)/pytest -n $(TEST_PROCESSES) --cov --cov-report=term:skip-covered
+	$(BIN)/pytest -n $(TEST_PROCESSES) $(DIST) --cov --cov-report=term:skip-covered
 
 ## The fast lane, under a minute: lint, types, the import graph, and every test that starts
 ## no process (unit, contract, the app served in the test process), on SQLite, with fewer
 ## state-machine examples; `make test` runs them all on both backends
 check: lint typecheck imports
-	LEASEHOLD_STATEFUL_EXAMPLES=30 $(BIN)/pytest -n $(TEST_PROCESSES) -m fast -k "not postgres" -q
+	LEASEHOLD_STATEFUL_EXAMPLES=30 $(BIN)/pytest -n $(TEST_PROCESSES) $(DIST) -m fast -k "not postgres" -q
 
 ## ruff's lint rules and its formatting
 lint: $(TEST_STAMP)
