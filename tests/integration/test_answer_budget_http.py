@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import orjson
 
-from tests.inprocess import serve_app
+from tests.inproc import asgi_app
 
 BIG = "x" * 100_000
 
 
 async def test_a_page_over_the_budget_ends_early_with_a_cursor(sqlite_url: str) -> None:
-    async with serve_app(sqlite_url, max_answer_bytes=250_000) as api:
+    async with asgi_app(sqlite_url, max_answer_bytes=250_000) as api:
         made = await api.post("/jobs/batch", {"jobs": [{"kind": "b", "payload": BIG}] * 5})
         assert made.status == 200, made
         seen: list[int] = []
@@ -27,7 +27,7 @@ async def test_a_page_over_the_budget_ends_early_with_a_cursor(sqlite_url: str) 
 
 
 async def test_fields_summary_leaves_payload_and_result_out(sqlite_url: str) -> None:
-    async with serve_app(sqlite_url, max_answer_bytes=250_000) as api:
+    async with asgi_app(sqlite_url, max_answer_bytes=250_000) as api:
         await api.post("/jobs/batch", {"jobs": [{"kind": "b", "payload": BIG}] * 5})
         page = await api.get("/jobs?fields=summary")
         assert page.status == 200

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tests.inprocess import serve_app
+from tests.inproc import asgi_app
 
 
 async def test_a_kind_past_the_cap_is_422_and_known_kinds_pass(sqlite_url: str) -> None:
-    async with serve_app(sqlite_url, max_kinds=3, max_queues=2) as api:
+    async with asgi_app(sqlite_url, max_kinds=3, max_queues=2) as api:
         for kind in ("a", "b", "c"):
             assert (await api.post("/jobs", {"kind": kind})).status == 201
         refused = await api.post("/jobs", {"kind": "d"})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from leasehold.bearer_tokens import HashedToken, Role, hash_token
-from tests.inprocess import AsgiApi, serve_app
+from tests.inproc import AsgiApi, asgi_app
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
 FORM = {"content-type": "application/x-www-form-urlencoded"}
@@ -17,14 +17,14 @@ NONE: dict[str, str | None] = {"content-type": None}
 
 @pytest.fixture
 async def open_app(sqlite_url: str) -> AsyncIterator[AsgiApi]:
-    async with serve_app(sqlite_url) as app:
+    async with asgi_app(sqlite_url) as app:
         yield app
 
 
 @pytest.fixture
 async def guarded_app(tmp_path: Path) -> AsyncIterator[AsgiApi]:
     tokens = (HashedToken(Role.ADMIN, hash_token(ADMIN_TOKEN)),)
-    async with serve_app(f"sqlite:///{tmp_path / 'g.db'}", tokens=tokens) as app:
+    async with asgi_app(f"sqlite:///{tmp_path / 'g.db'}", tokens=tokens) as app:
         yield app
 
 
