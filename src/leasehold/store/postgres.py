@@ -24,7 +24,9 @@ import asyncpg
 import orjson
 import structlog
 
+from leasehold import job_fields
 from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
+from leasehold.job_fields import Stored
 from leasehold.model import (
     Attempt,
     AttemptOutcome,
@@ -66,8 +68,8 @@ log = structlog.get_logger("leasehold")
 CHANNEL: Final = "leasehold_jobs"
 _COLUMNS: Final = pick.COLUMNS
 # A job list's columns without payload and result (JSON null and NULL in their place).
-_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null'::jsonb AS payload,").replace(
-    " result,", " NULL::jsonb AS result,"
+_SUMMARY_COLUMNS: Final = job_fields.columns(
+    lambda f: f"{'NULL' if f.nullable else repr('null')}::jsonb AS {f.name}"
 )
 # An arbitrary key every coordinator agrees on ("leasehol" in ASCII): one migrator at a time.
 _MIGRATION_LOCK: Final = 0x6C65617365686F6C
@@ -124,21 +126,21 @@ _ROLLED: Final = (
 )
 _COUNT: Final = f"WITH counted AS ({_COUNTED.format(events='$1')}) {_ROLLED.format(events='$1')}"
 # One decision's writes in one statement: a round trip costs more than the work. The job's
-# write ($14: the outcome changed it) is guarded by the token and status that were read,
-# and ``written`` counts what the guard let through. The attempt record is closed when $15
-# is given; the batch's counts ride along with its last write. Every row is found by its
+# write ($1-$3 the guard, then the decision's fields: job_fields.WRITTEN) is made when the
+# outcome changed it ($C below), guarded by the token and status that were read, and
+# ``written`` counts what the guard let through. The attempt record is closed when $A is
+# given; the batch's counts ride along with its last write. Every row is found by its
 # primary key, so the plan cannot turn into a scan however the tables grow.
+_W: Final = len(job_fields.WRITTEN) + 4  # the first parameter after the job's fields
 _WRITE: Final = (
     "WITH written AS ("
-    " UPDATE jobs SET status = $4, attempts = $5, run_after = $6, lease_owner = $7,"
-    " lease_expires_at = $8, lease_seconds = $9, finished_at = $10, result = $11,"
-    " last_error = $12, report = $13, cancel_requested = $19, releases = $20"
-    " WHERE $14 AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
+    f" UPDATE jobs SET {job_fields.set_list(lambda i: f'${i + 4}')}"
+    f" WHERE ${_W} AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
     "), closed AS ("
-    " UPDATE attempts SET outcome = $15, finished_at = $16, error = $17"
-    " WHERE $15::text IS NOT NULL AND job_id = $1 AND token = $2"
-    f"), counted AS ({_COUNTED.format(events='$18')})"
-    f", rolled AS ({_ROLLED.format(events='$18')})"
+    f" UPDATE attempts SET outcome = ${_W + 1}, finished_at = ${_W + 2}, error = ${_W + 3}"
+    f" WHERE ${_W + 1}::text IS NOT NULL AND job_id = $1 AND token = $2"
+    f"), counted AS ({_COUNTED.format(events=f'${_W + 4}')})"
+    f", rolled AS ({_ROLLED.format(events=f'${_W + 4}')})"
     " SELECT count(*) FROM written"
 )
 _NOTIFY: Final = f"NOTIFY {CHANNEL}"
@@ -147,36 +149,34 @@ _NOTIFY: Final = f"NOTIFY {CHANNEL}"
 # Stored text to enum member by a dict: an Enum call costs a microsecond, twice per row.
 _STATUS: Final = {s.value: s for s in JobStatus}
 _REPORT: Final = {r.value: r for r in Report}
-
-
-def _job(row: asyncpg.Record) -> Job:
-    return Job(
-        id=row["id"],
-        kind=row["kind"],
-        payload=orjson.loads(row["payload"]),
-        status=_STATUS[row["status"]],
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        run_after=row["run_after"],
-        created_at=row["created_at"],
-        lease_token=row["lease_token"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=row["lease_expires_at"],
-        lease_seconds=row["lease_seconds"],
-        leased_at=row["leased_at"],
-        finished_at=row["finished_at"],
-        idempotency_key=row["idempotency_key"],
-        request_hash=row["request_hash"],
-        result=orjson.loads(row["result"]) if row["result"] is not None else None,
-        last_error=row["last_error"],
-        report=_REPORT[row["report"]] if row["report"] is not None else None,
-        priority=row["priority"],
-        queue=row["queue"],
-        cancel_requested=row["cancel_requested"],
-        releases=row["releases"],
-        headers=orjson.loads(row["headers"]) if row["headers"] is not None else None,
-        timeout_seconds=row["timeout_seconds"],
-    )
+# How each kind of field is kept here (job_fields.Stored): asyncpg gives and takes
+# timestamptz as aware datetimes, and jsonb as JSON text.
+_DECODE: Final = {
+    Stored.VALUE: "{v}",
+    Stored.FLAG: "{v}",
+    Stored.TIME: "{v}",
+    Stored.JSON: "_loads({v})",
+    Stored.STATUS: "_STATUS[{v}]",
+    Stored.REPORT: "_REPORT[{v}]",
+}
+_ENCODE: Final = {
+    Stored.VALUE: "{v}",
+    Stored.FLAG: "{v}",
+    Stored.TIME: "{v}",
+    Stored.JSON: "_dumps({v}).decode()",
+    Stored.STATUS: "{v}",
+    Stored.REPORT: "{v}",
+}
+_NAMESPACE: Final = {
+    "_loads": orjson.loads,
+    "_dumps": orjson.dumps,
+    "_STATUS": _STATUS,
+    "_REPORT": _REPORT,
+}
+# A row holding _COLUMNS (and maybe more) as a Job, by column name.
+_job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=True)
+# The decision's fields as _WRITE's parameters $4, $5, ...
+_written: Final = job_fields.written_encoder(_ENCODE, _NAMESPACE)
 
 
 def _json(value: Any) -> str:
@@ -235,23 +235,12 @@ async def _write(
         before.id,
         before.lease_token,
         before.status,
-        after.status,
-        after.attempts,
-        after.run_after,
-        after.lease_owner,
-        after.lease_expires_at,
-        after.lease_seconds,
-        after.finished_at,
-        _json(after.result) if after.result is not None else None,
-        after.last_error,
-        after.report,
+        *_written(before, after),
         outcome.changed,
         outcome.attempt,
         now,
         None if completed else after.last_error,
         tally.json() if tally else "[]",
-        after.cancel_requested,
-        after.releases,
     )
     if written != outcome.changed:  # the row is locked: refuse rather than half-apply
         raise Unavailable(f"job {before.id} changed under a guarded write")
