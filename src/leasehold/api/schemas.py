@@ -21,7 +21,7 @@ from pydantic import (
     StrictInt,
 )
 
-from leasehold.core.transitions import summary_line
+from leasehold.core.answer import job_wire
 from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import (
     DEFAULT_QUEUE,
@@ -316,30 +316,7 @@ class JobOut(BaseModel):
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
-        return cls.model_construct(
-            id=job.id,
-            kind=job.kind,
-            payload=job.payload,
-            status=job.status,
-            attempts=job.attempts,
-            max_attempts=job.max_attempts,
-            run_after=job.run_after,
-            created_at=job.created_at,
-            lease_owner=job.lease_owner,
-            lease_expires_at=job.lease_expires_at,
-            lease_token=job.lease_token,
-            idempotency_key=job.idempotency_key,
-            result=job.result,
-            last_error=job.last_error,
-            leased_at=job.leased_at,
-            finished_at=job.finished_at,
-            priority=job.priority,
-            queue=job.queue,
-            cancel_requested=job.cancel_requested,
-            headers=job.headers,
-            timeout_seconds=job.timeout_seconds,
-            error_summary=summary_line(job.last_error),
-        )
+        return cls.model_construct(**job_wire(job))
 
 
 class LeaseOut(BaseModel):

@@ -13,10 +13,11 @@ committed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from fastapi import Response
 
+from leasehold import job_fields
 from leasehold.core.answer import encode, job_json, job_wire
 from leasehold.errors import (
     InvalidRequest,
@@ -38,10 +39,14 @@ def reply_json(data: Any, status_code: int = 200) -> Response:
     return Response(encode(data), status_code, media_type=_JSON)
 
 
+_NOT_IN_SUMMARY: Final = tuple(f.name for f in job_fields.FIELDS if not f.in_summary)
+
+
 def summary_wire(job: Job) -> dict[str, Any]:
     """``schemas.JobSummaryOut``: the job without its payload and result."""
     wire = job_wire(job)
-    del wire["payload"], wire["result"]
+    for name in _NOT_IN_SUMMARY:
+        del wire[name]
     return wire
 
 
