@@ -128,16 +128,19 @@ WRITTEN: Final = tuple(f for f in FIELDS if f.written)
 """The fields the guarded write sets, in order: its SET list and its parameters."""
 
 
-def _check() -> None:
-    names = tuple(f.name for f in FIELDS)
+def check(fields: tuple[JobField, ...], wire_order: tuple[str, ...]) -> None:
+    """Raise TypeError unless ``fields`` follow ``model.Job`` field by field and
+    ``wire_order`` names each wire field once: run at import, so a field added to one and
+    not the other fails at once."""
+    names = tuple(f.name for f in fields)
     if names != tuple(_JOB):
         raise TypeError(f"job_fields.FIELDS {names} does not follow model.Job {tuple(_JOB)}")
-    on_wire = {f.name for f in FIELDS if f.wire is not None}
-    if sorted(WIRE_ORDER) != sorted(on_wire):
-        raise TypeError(f"job_fields.WIRE_ORDER {WIRE_ORDER} is not the wire fields {on_wire}")
+    on_wire = sorted(f.name for f in fields if f.wire is not None)
+    if sorted(wire_order) != on_wire:
+        raise TypeError(f"job_fields.WIRE_ORDER {wire_order} is not the wire fields {on_wire}")
 
 
-_check()
+check(FIELDS, WIRE_ORDER)
 
 
 # -- the generated conversions -------------------------------------------------------------
@@ -222,7 +225,7 @@ def wire_decoder(
     scope: dict[str, Any] = {**namespace, "_Job": Job}
     args = []
     for field in (BY_NAME[name] for name in WIRE_ORDER):
-        assert field.wire is not None  # WIRE_ORDER names only wire fields (_check)
+        assert field.wire is not None  # WIRE_ORDER names only wire fields (check)
         if field.required:
             value = f"data[{field.name!r}]"
         elif field.default is None:

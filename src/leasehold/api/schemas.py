@@ -390,6 +390,9 @@ class JobSummaryOut(BaseModel):
     priority: int
     queue: str
     cancel_requested: bool
+    headers: dict[str, str] | None = None
+    timeout_seconds: float | None = None
+    error_summary: str | None = None
 
 
 class JobPage(BaseModel):
