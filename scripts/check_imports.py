@@ -12,8 +12,8 @@ Rules (DESIGN.md §11: the stores apply the rules, they do not know them):
 - no cycle between parts;
 - ``store`` imports only ``model``, ``job_fields``, ``errors`` and ``clock`` (the Store
   protocol and its backends are a leaf, as River's drivers import nothing of its client);
-- ``model``, ``errors`` and ``clock`` import nothing else from leasehold, ``job_fields``
-  only ``model``.
+- ``model``, ``errors`` and ``clock`` import nothing else from leasehold; ``job_fields``
+  and ``batch_items`` (shared by the client and the coordinator) only ``model``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ ALLOWED = {
     "store": {"model", "job_fields", "errors", "clock"},
     "model": set(),
     "job_fields": {"model"},
+    "batch_items": {"model"},
     "errors": set(),
     "clock": set(),
 }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import (
@@ -21,6 +20,7 @@ from pydantic import (
     StrictInt,
 )
 
+from leasehold.batch_items import MAX_BATCH, ItemOutcome, ItemVerdict
 from leasehold.core.answer import job_wire
 from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import (
@@ -244,7 +244,6 @@ class ReleaseRequest(Strict):
     token: Token
 
 
-MAX_BATCH = 1000
 JobId = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
 
 
@@ -336,25 +335,6 @@ class EnqueuedOut(BaseModel):
 
 class BatchEnqueueOut(BaseModel):
     jobs: list[EnqueuedOut]
-
-
-class ItemOutcome(StrEnum):
-    OK = "ok"  # applied, or an idempotent repeat
-    STALE = "stale"  # the token is not the job's current one
-    CONFLICT = "conflict"  # lease expired, or a different outcome already reported
-    NOT_FOUND = "not_found"
-
-
-class ItemVerdict(StrEnum):
-    """What the worker does with a batch item's answer (PROTOCOL.md, "Errors")."""
-
-    OK = "ok"  # applied (or an idempotent repeat): renew: keep running; report: done
-    CANCELLED = "cancelled"  # the job was cancelled: stop the handler, report nothing more
-    STALE = "stale"  # a newer lease exists: stop the handler, drop the report
-    LOST = "lost"  # the lease ran out or this lease already reported: stop, drop
-    CONFLICT = "conflict"  # a different outcome was already reported: drop
-    REJECTED = "rejected"  # the item itself was refused (too large): report a failure instead
-    NOT_FOUND = "not_found"  # no such job: drop
 
 
 class ItemResultOut(BaseModel):
