@@ -24,6 +24,8 @@ from leasehold.batch_items import MAX_BATCH, ItemOutcome, ItemVerdict
 from leasehold.core.answer import job_wire
 from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
     RESERVED_KEY_PREFIX,
     Attempt,
@@ -171,14 +173,15 @@ class EnqueueRequest(Strict):
     kind: Kind
     payload: UserJSON = None
     max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] | None = Field(
-        default=None, description="leases allowed before the job is dead (default 5)"
+        default=None,
+        description=f"leases allowed before the job is dead (default {DEFAULT_MAX_ATTEMPTS})",
     )
     run_after: Rfc3339Time | None = Field(
         default=None, description="not leased before this time (default: at once)"
     )
     idempotency_key: IdempotencyKey | None = None
-    priority: Priority | None = None
-    queue: QueueName | None = Field(default=None, description='default "default"')
+    priority: Priority | None = Field(default=None, description=f"default {DEFAULT_PRIORITY}")
+    queue: QueueName | None = Field(default=None, description=f'default "{DEFAULT_QUEUE}"')
     headers: Headers | None = Field(
         default=None,
         description="strings handed to every worker that leases the job (e.g. W3C trace"
@@ -474,8 +477,8 @@ class ScheduleRequest(Strict):
     kind: Kind
     payload: UserJSON = None
     queue: QueueName = DEFAULT_QUEUE
-    priority: Priority = 0
-    max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = 5
+    priority: Priority = DEFAULT_PRIORITY
+    max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = DEFAULT_MAX_ATTEMPTS
     catch_up: CatchUp = Field(
         default=CatchUp.SKIP,
         description="fire times missed while no coordinator ran: skip them, or run the"

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from leasehold.errors import LeaseholdError
 from leasehold.model import (
+    DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
     JSON,
     Attempt,
@@ -43,7 +44,7 @@ class NewJob:
     run_after: datetime | None  # None: available at once
     idempotency_key: str | None
     request_hash: str
-    priority: int = 0
+    priority: int = DEFAULT_PRIORITY
     queue: str = DEFAULT_QUEUE
     headers: dict[str, str] | None = None  # not part of request_hash (DESIGN.md §21)
     timeout_seconds: float | None = None
