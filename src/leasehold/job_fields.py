@@ -26,6 +26,7 @@ This module imports only ``model``, so the stores and the client may use it.
 from __future__ import annotations
 
 import dataclasses
+import linecache
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -146,9 +147,16 @@ check(FIELDS, WIRE_ORDER)
 # -- the generated conversions -------------------------------------------------------------
 
 
-def _compile(name: str, source: str, namespace: Mapping[str, Any]) -> Callable[..., Any]:
+def _compile(name: str, params: str, body: str, namespace: Mapping[str, Any]) -> Callable[..., Any]:
+    """``def name(params): return body``, compiled in ``namespace``. Named for its caller
+    (``job_wire``, ...), so that profiles and tracebacks say which conversion ran."""
     scope = dict(namespace)
-    exec(source, scope)  # the source is built above from FIELDS, never from input
+    source = f"def {name}({params}):\n    return {body}\n"
+    # The source is built from FIELDS and the callers' templates, never from input.
+    filename = f"<job_fields {name}>"
+    exec(compile(source, filename, "exec"), scope)
+    # Kept where tracebacks (and a reader) find the line that failed.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     function: Callable[..., Any] = scope[name]
     return function
 
@@ -174,7 +182,11 @@ def set_list(placeholder: Callable[[int], str]) -> str:
 
 
 def row_decoder(
-    decode: Mapping[Stored, str], namespace: Mapping[str, Any], *, by_name: bool
+    decode: Mapping[Stored, str],
+    namespace: Mapping[str, Any],
+    *,
+    by_name: bool,
+    name: str = "decode_row",
 ) -> Callable[[Any], Job]:
     """A function from a row of ``columns()`` to a Job; ``decode[kind]`` converts one
     non-null stored value ``{v}`` (names it uses come from ``namespace``). Rows are read
@@ -183,23 +195,25 @@ def row_decoder(
     for index, field in enumerate(FIELDS):
         value = f"row[{field.name!r}]" if by_name else f"row[{index}]"
         args.append(_converted(field, decode[field.stored], value))
-    source = f"def decode_row(row):\n    return _Job({', '.join(args)})\n"
-    return _compile("decode_row", source, {**namespace, "_Job": Job})
+    return _compile(name, "row", f"_Job({', '.join(args)})", {**namespace, "_Job": Job})
 
 
 def written_encoder(
-    encode: Mapping[Stored, str], namespace: Mapping[str, Any], *, then: tuple[str, ...] = ()
+    encode: Mapping[Stored, str],
+    namespace: Mapping[str, Any],
+    *,
+    then: tuple[str, ...] = (),
+    name: str = "encode_written",
 ) -> Callable[[Job, Job], tuple[Any, ...]]:
     """A function of (before, after) to the guarded write's parameters: each ``WRITTEN``
     field of ``after`` stored as ``encode[kind]`` says, followed by the expressions
     ``then`` (on ``before`` and ``after``), all in one tuple."""
     values = [_converted(f, encode[f.stored], f"after.{f.name}") for f in WRITTEN]
-    source = f"def encode_written(before, after):\n    return ({', '.join([*values, *then])},)\n"
-    return _compile("encode_written", source, namespace)
+    return _compile(name, "before, after", f"({', '.join([*values, *then])},)", namespace)
 
 
 def wire_encoder(
-    derived: Mapping[str, tuple[str, Callable[[Any], Any]]],
+    derived: Mapping[str, tuple[str, Callable[[Any], Any]]], *, name: str = "encode_wire"
 ) -> Callable[[Job], dict[str, Any]]:
     """A function from a Job to its wire form, a dict in ``WIRE_ORDER`` that orjson
     serialises, ending with the ``DERIVED_WIRE`` keys: ``derived[key]`` is (the field it is
@@ -211,12 +225,11 @@ def wire_encoder(
     for index, (key, (source_field, function)) in enumerate(derived.items()):
         namespace[f"_derived{index}"] = function
         items.append(f"{key!r}: _derived{index}(job.{source_field})")
-    source = "def encode_wire(job):\n    return {" + ", ".join(items) + "}\n"
-    return _compile("encode_wire", source, namespace)
+    return _compile(name, "job", "{" + ", ".join(items) + "}", namespace)
 
 
 def wire_decoder(
-    read: Mapping[Wire, str], namespace: Mapping[str, Any]
+    read: Mapping[Wire, str], namespace: Mapping[str, Any], *, name: str = "decode_wire"
 ) -> Callable[[Mapping[str, Any]], Job]:
     """A function from a job's wire form (parsed JSON) to a Job; ``read[kind]`` converts
     one non-null value ``{v}``. A required key that is missing raises KeyError; any other
@@ -239,5 +252,4 @@ def wire_decoder(
         else:
             value = template.format(v=value)
         args.append(f"{field.name}={value}")
-    source = f"def decode_wire(data):\n    return _Job({', '.join(args)})\n"
-    return _compile("decode_wire", source, scope)
+    return _compile(name, "data", f"_Job({', '.join(args)})", scope)

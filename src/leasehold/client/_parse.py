@@ -160,7 +160,9 @@ _READ: Final = {
     Wire.TIME: "_time({v})",
     Wire.STATUS: "_JobStatus({v})",
 }
-_job_of_wire: Final = job_fields.wire_decoder(_READ, {"_time": _time, "_JobStatus": JobStatus})
+_job_of_wire: Final = job_fields.wire_decoder(
+    _READ, {"_time": _time, "_JobStatus": JobStatus}, name="_job_of_wire"
+)
 
 
 def parse_job(data: Any) -> Job:

@@ -29,7 +29,9 @@ from leasehold.model import Job
 log = structlog.get_logger("leasehold")
 
 
-job_wire: Final = job_fields.wire_encoder({"error_summary": ("last_error", summary_line)})
+job_wire: Final = job_fields.wire_encoder(
+    {"error_summary": ("last_error", summary_line)}, name="job_wire"
+)
 """``schemas.JobOut`` of a job, as a dict orjson serialises (generated from
 ``job_fields``: it runs for every job answered)."""
 

@@ -191,9 +191,9 @@ _NAMESPACE: Final = {
     "_REPORT": _REPORT,
 }
 # A row holding _COLUMNS (and maybe more) as a Job, by column name.
-_job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=True)
+_job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=True, name="_job")
 # The decision's fields as _WRITE's parameters $4, $5, ...
-_written: Final = job_fields.written_encoder(_ENCODE, _NAMESPACE)
+_written: Final = job_fields.written_encoder(_ENCODE, _NAMESPACE, name="_written")
 
 
 def _json(value: Any) -> str:

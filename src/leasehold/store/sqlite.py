@@ -133,10 +133,13 @@ _NAMESPACE: Final = {
     "_REPORT": _REPORT,
 }
 # A row of _COLUMNS (or _SUMMARY_COLUMNS) as a Job, by position.
-_job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=False)
+_job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=False, name="_job")
 # The parameters of _GUARDED_WRITE: the decision's fields, then the guard's.
 _write_params: Final = job_fields.written_encoder(
-    _ENCODE, _NAMESPACE, then=("before.id", "before.lease_token", "before.status")
+    _ENCODE,
+    _NAMESPACE,
+    then=("before.id", "before.lease_token", "before.status"),
+    name="_write_params",
 )
 
 
