@@ -113,10 +113,27 @@ FIELDS: Final = (
 """Every field of ``model.Job``, in its order (which is also the columns' order)."""
 
 WIRE_ORDER: Final = (
-    *("id", "kind", "payload", "status", "attempts", "max_attempts", "run_after"),
-    *("created_at", "lease_owner", "lease_expires_at", "lease_token", "idempotency_key"),
-    *("result", "last_error", "leased_at", "finished_at", "priority", "queue"),
-    *("cancel_requested", "headers", "timeout_seconds"),
+    "id",
+    "kind",
+    "payload",
+    "status",
+    "attempts",
+    "max_attempts",
+    "run_after",
+    "created_at",
+    "lease_owner",
+    "lease_expires_at",
+    "lease_token",
+    "idempotency_key",
+    "result",
+    "last_error",
+    "leased_at",
+    "finished_at",
+    "priority",
+    "queue",
+    "cancel_requested",
+    "headers",
+    "timeout_seconds",
 )
 """The keys of a job's wire form in the order they are sent: older than some columns, and
 kept, as a client may depend on it. New fields go at the end."""
