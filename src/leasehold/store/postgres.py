@@ -144,6 +144,33 @@ _WRITE: Final = (
     " SELECT count(*) FROM written"
 )
 _NOTIFY: Final = f"NOTIFY {CHANNEL}"
+# The same writes for a batch of decisions on distinct jobs, in one statement: a batch of
+# 200 reports was 200 round trips, most of PostgreSQL's time per job. The rows come as
+# arrays ($1-$15 the jobs' guards and changed fields, $17-$20 the attempts to close).
+_WRITE_MANY: Final = (
+    "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
+    " $5::integer[], $6::timestamptz[], $7::text[], $8::timestamptz[], $9::float8[],"
+    " $10::timestamptz[], $11::jsonb[], $12::text[], $13::text[], $14::boolean[],"
+    " $15::integer[]) AS v(id, token, was, status, attempts, run_after, lease_owner,"
+    " lease_expires_at, lease_seconds, finished_at, result, last_error, report,"
+    " cancel_requested, releases)"
+    "), written AS ("
+    " UPDATE jobs SET status = v.status, attempts = v.attempts, run_after = v.run_after,"
+    " lease_owner = v.lease_owner, lease_expires_at = v.lease_expires_at,"
+    " lease_seconds = v.lease_seconds, finished_at = v.finished_at, result = v.result,"
+    " last_error = v.last_error, report = v.report, cancel_requested = v.cancel_requested,"
+    " releases = v.releases"
+    " FROM v WHERE jobs.id = v.id AND jobs.lease_token = v.token AND jobs.status = v.was"
+    " RETURNING jobs.id"
+    "), closed AS ("
+    " UPDATE attempts SET outcome = a.outcome, finished_at = $16, error = a.error"
+    " FROM unnest($17::bigint[], $18::bigint[], $19::text[], $20::text[])"
+    " AS a(job_id, token, outcome, error)"
+    " WHERE attempts.job_id = a.job_id AND attempts.token = a.token"
+    f"), counted AS ({_COUNTED.format(events='$21')})"
+    f", rolled AS ({_ROLLED.format(events='$21')})"
+    " SELECT count(*) FROM written"
+)
 _INSERT: Final = (
     "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
     " idempotency_key, request_hash, priority, queue, headers, timeout_seconds)"
@@ -277,6 +304,43 @@ async def _write(
     )
     if written != outcome.changed:  # the row is locked: refuse rather than half-apply
         raise Unavailable(f"job {before.id} changed under a guarded write")
+
+
+async def _write_many(
+    conn: asyncpg.Connection, writes: Sequence[tuple[Job, Outcome]], now: datetime, tally: _Tally
+) -> None:
+    """``_write`` for decisions on distinct jobs, in one statement (``_WRITE_MANY``)."""
+    changed = [(before, outcome.job) for before, outcome in writes if outcome.changed]
+    closing = [(before, outcome) for before, outcome in writes if outcome.attempt is not None]
+    written = await conn.fetchval(
+        _WRITE_MANY,
+        [before.id for before, _ in changed],
+        [before.lease_token for before, _ in changed],
+        [before.status for before, _ in changed],
+        [after.status for _, after in changed],
+        [after.attempts for _, after in changed],
+        [after.run_after for _, after in changed],
+        [after.lease_owner for _, after in changed],
+        [after.lease_expires_at for _, after in changed],
+        [after.lease_seconds for _, after in changed],
+        [after.finished_at for _, after in changed],
+        [_json(after.result) if after.result is not None else None for _, after in changed],
+        [after.last_error for _, after in changed],
+        [after.report for _, after in changed],
+        [after.cancel_requested for _, after in changed],
+        [after.releases for _, after in changed],
+        now,
+        [before.id for before, _ in closing],
+        [before.lease_token for before, _ in closing],
+        [outcome.attempt for _, outcome in closing],
+        [
+            None if outcome.attempt is AttemptOutcome.COMPLETED else outcome.job.last_error
+            for _, outcome in closing
+        ],
+        tally.json() if tally else "[]",
+    )
+    if written != len(changed):  # the rows are locked: refuse rather than half-apply
+        raise Unavailable("a job changed under a guarded write")
 
 
 def _tally_outcome(tally: _Tally, before: Job, outcome: Outcome) -> None:
@@ -622,8 +686,11 @@ class PostgresStore:
                     current[job_id] = outcome.job
                     _tally_outcome(tally, before, outcome)
                 outcomes.append(outcome)
-            for i, (before, outcome) in enumerate(writes, start=1):
-                await _write(conn, before, outcome, now, tally if i == len(writes) else None)
+            if len(writes) > 1 and len({before.id for before, _ in writes}) == len(writes):
+                await _write_many(conn, writes, now, tally)
+            else:  # one write, or a job decided twice: each write sees the one before
+                for i, (before, outcome) in enumerate(writes, start=1):
+                    await _write(conn, before, outcome, now, tally if i == len(writes) else None)
             if not writes:
                 await _count(conn, tally)
             if any(o and o.changed and o.job.status is JobStatus.QUEUED for o in outcomes):
