@@ -38,7 +38,9 @@ from leasehold.model import Job
 class Stored(Enum):
     """How a field is kept in the jobs table; each backend says how it converts each."""
 
-    VALUE = "value"  # an int, float or str, kept as it is
+    INT = "int"  # kept as it is, in an integer column
+    FLOAT = "float"  # kept as it is, in a floating-point column
+    TEXT = "text"  # kept as it is, in a text column
     FLAG = "flag"  # a bool (SQLite keeps 0 or 1)
     TIME = "time"  # an aware UTC datetime (SQLite: seconds since the epoch)
     JSON = "json"  # any JSON value, kept as JSON text (NULL for None when nullable)
@@ -84,31 +86,31 @@ class JobField:
 _JOB: Final = {f.name: f for f in dataclasses.fields(Job)}
 
 FIELDS: Final = (
-    JobField("id", Stored.VALUE, Wire.INT, required=True),
-    JobField("kind", Stored.VALUE, Wire.STR, required=True),
+    JobField("id", Stored.INT, Wire.INT, required=True),
+    JobField("kind", Stored.TEXT, Wire.STR, required=True),
     JobField("payload", Stored.JSON, Wire.AS_IS, in_summary=False),
     JobField("status", Stored.STATUS, Wire.STATUS, required=True, written=True),
-    JobField("attempts", Stored.VALUE, Wire.INT, required=True, written=True),
-    JobField("max_attempts", Stored.VALUE, Wire.INT, required=True),
+    JobField("attempts", Stored.INT, Wire.INT, required=True, written=True),
+    JobField("max_attempts", Stored.INT, Wire.INT, required=True),
     JobField("run_after", Stored.TIME, Wire.TIME, required=True, written=True),
     JobField("created_at", Stored.TIME, Wire.TIME, required=True),
-    JobField("lease_token", Stored.VALUE, Wire.INT, required=True),
-    JobField("lease_owner", Stored.VALUE, Wire.AS_IS, written=True),
+    JobField("lease_token", Stored.INT, Wire.INT, required=True),
+    JobField("lease_owner", Stored.TEXT, Wire.AS_IS, written=True),
     JobField("lease_expires_at", Stored.TIME, Wire.TIME, written=True),
-    JobField("lease_seconds", Stored.VALUE, written=True),  # answered beside the job, in a lease
+    JobField("lease_seconds", Stored.FLOAT, written=True),  # answered beside the job, in a lease
     JobField("leased_at", Stored.TIME, Wire.TIME),
     JobField("finished_at", Stored.TIME, Wire.TIME, written=True),
-    JobField("idempotency_key", Stored.VALUE, Wire.AS_IS),
-    JobField("request_hash", Stored.VALUE),
+    JobField("idempotency_key", Stored.TEXT, Wire.AS_IS),
+    JobField("request_hash", Stored.TEXT),
     JobField("result", Stored.JSON, Wire.AS_IS, written=True, in_summary=False),
-    JobField("last_error", Stored.VALUE, Wire.AS_IS, written=True),
+    JobField("last_error", Stored.TEXT, Wire.AS_IS, written=True),
     JobField("report", Stored.REPORT, written=True),
-    JobField("priority", Stored.VALUE, Wire.INT),
-    JobField("queue", Stored.VALUE, Wire.STR),
+    JobField("priority", Stored.INT, Wire.INT),
+    JobField("queue", Stored.TEXT, Wire.STR),
     JobField("cancel_requested", Stored.FLAG, Wire.FLAG, written=True),
-    JobField("releases", Stored.VALUE, written=True),
+    JobField("releases", Stored.INT, written=True),
     JobField("headers", Stored.JSON, Wire.AS_IS),
-    JobField("timeout_seconds", Stored.VALUE, Wire.FLOAT),
+    JobField("timeout_seconds", Stored.FLOAT, Wire.FLOAT),
 )
 """Every field of ``model.Job``, in its order (which is also the columns' order)."""
 

@@ -65,7 +65,7 @@ def test_a_definition_that_does_not_follow_the_job_is_refused() -> None:
         job_fields.check((FIELDS[1], FIELDS[0], *FIELDS[2:]), WIRE_ORDER)
     with pytest.raises(TypeError, match="is not the wire fields"):
         job_fields.check(FIELDS, WIRE_ORDER[:-1])
-    extra = JobField("releases", Stored.VALUE, job_fields.Wire.INT)
+    extra = JobField("releases", Stored.INT, job_fields.Wire.INT)
     swapped = tuple(extra if f.name == "releases" else f for f in FIELDS)
     with pytest.raises(TypeError, match="is not the wire fields"):
         job_fields.check(swapped, WIRE_ORDER)

@@ -146,29 +146,35 @@ _WRITE: Final = (
 _NOTIFY: Final = f"NOTIFY {CHANNEL}"
 # The same writes for a batch of decisions on distinct jobs, in one statement: a batch of
 # 200 reports was 200 round trips, most of PostgreSQL's time per job. The rows come as
-# arrays ($1-$15 the jobs' guards and changed fields, $17-$20 the attempts to close).
+# arrays ($1-$3 the jobs' guards, then their changed fields as in _WRITE; after them the
+# time and the attempts to close).
+# An array of each kind of field, as _WRITE_MANY's parameters carry them.
+_ARRAY_TYPE: Final = {
+    Stored.INT: "bigint[]",
+    Stored.FLOAT: "float8[]",
+    Stored.TEXT: "text[]",
+    Stored.FLAG: "boolean[]",
+    Stored.TIME: "timestamptz[]",
+    Stored.JSON: "jsonb[]",
+    Stored.STATUS: "text[]",
+    Stored.REPORT: "text[]",
+}
 _WRITE_MANY: Final = (
-    "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
-    " $5::integer[], $6::timestamptz[], $7::text[], $8::timestamptz[], $9::float8[],"
-    " $10::timestamptz[], $11::jsonb[], $12::text[], $13::text[], $14::boolean[],"
-    " $15::integer[]) AS v(id, token, was, status, attempts, run_after, lease_owner,"
-    " lease_expires_at, lease_seconds, finished_at, result, last_error, report,"
-    " cancel_requested, releases)"
-    "), written AS ("
-    " UPDATE jobs SET status = v.status, attempts = v.attempts, run_after = v.run_after,"
-    " lease_owner = v.lease_owner, lease_expires_at = v.lease_expires_at,"
-    " lease_seconds = v.lease_seconds, finished_at = v.finished_at, result = v.result,"
-    " last_error = v.last_error, report = v.report, cancel_requested = v.cancel_requested,"
-    " releases = v.releases"
+    "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], "
+    + ", ".join(f"${i + 4}::{_ARRAY_TYPE[f.stored]}" for i, f in enumerate(job_fields.WRITTEN))
+    + ") AS v(id, token, was, "
+    + ", ".join(f.name for f in job_fields.WRITTEN)
+    + ")), written AS ("
+    f" UPDATE jobs SET {job_fields.set_list(lambda i: f'v.{job_fields.WRITTEN[i].name}')}"
     " FROM v WHERE jobs.id = v.id AND jobs.lease_token = v.token AND jobs.status = v.was"
     " RETURNING jobs.id"
     "), closed AS ("
-    " UPDATE attempts SET outcome = a.outcome, finished_at = $16, error = a.error"
-    " FROM unnest($17::bigint[], $18::bigint[], $19::text[], $20::text[])"
-    " AS a(job_id, token, outcome, error)"
+    f" UPDATE attempts SET outcome = a.outcome, finished_at = ${_W}, error = a.error"
+    f" FROM unnest(${_W + 1}::bigint[], ${_W + 2}::bigint[], ${_W + 3}::text[],"
+    f" ${_W + 4}::text[]) AS a(job_id, token, outcome, error)"
     " WHERE attempts.job_id = a.job_id AND attempts.token = a.token"
-    f"), counted AS ({_COUNTED.format(events='$21')})"
-    f", rolled AS ({_ROLLED.format(events='$21')})"
+    f"), counted AS ({_COUNTED.format(events=f'${_W + 5}')})"
+    f", rolled AS ({_ROLLED.format(events=f'${_W + 5}')})"
     " SELECT count(*) FROM written"
 )
 _INSERT: Final = (
@@ -196,7 +202,9 @@ _REPORT: Final = {r.value: r for r in Report}
 # How each kind of field is kept here (job_fields.Stored): asyncpg gives and takes
 # timestamptz as aware datetimes, and jsonb as JSON text.
 _DECODE: Final = {
-    Stored.VALUE: "{v}",
+    Stored.INT: "{v}",
+    Stored.FLOAT: "{v}",
+    Stored.TEXT: "{v}",
     Stored.FLAG: "{v}",
     Stored.TIME: "{v}",
     Stored.JSON: "_loads({v})",
@@ -204,7 +212,9 @@ _DECODE: Final = {
     Stored.REPORT: "_REPORT[{v}]",
 }
 _ENCODE: Final = {
-    Stored.VALUE: "{v}",
+    Stored.INT: "{v}",
+    Stored.FLOAT: "{v}",
+    Stored.TEXT: "{v}",
     Stored.FLAG: "{v}",
     Stored.TIME: "{v}",
     Stored.JSON: "_dumps({v}).decode()",
@@ -312,23 +322,15 @@ async def _write_many(
     """``_write`` for decisions on distinct jobs, in one statement (``_WRITE_MANY``)."""
     changed = [(before, outcome.job) for before, outcome in writes if outcome.changed]
     closing = [(before, outcome) for before, outcome in writes if outcome.attempt is not None]
+    rows = [_written(before, after) for before, after in changed]
+    # The rows' fields as columns, one array parameter each.
+    fields = [list(c) for c in zip(*rows, strict=True)] or [[] for _ in job_fields.WRITTEN]
     written = await conn.fetchval(
         _WRITE_MANY,
         [before.id for before, _ in changed],
         [before.lease_token for before, _ in changed],
         [before.status for before, _ in changed],
-        [after.status for _, after in changed],
-        [after.attempts for _, after in changed],
-        [after.run_after for _, after in changed],
-        [after.lease_owner for _, after in changed],
-        [after.lease_expires_at for _, after in changed],
-        [after.lease_seconds for _, after in changed],
-        [after.finished_at for _, after in changed],
-        [_json(after.result) if after.result is not None else None for _, after in changed],
-        [after.last_error for _, after in changed],
-        [after.report for _, after in changed],
-        [after.cancel_requested for _, after in changed],
-        [after.releases for _, after in changed],
+        *fields,
         now,
         [before.id for before, _ in closing],
         [before.lease_token for before, _ in closing],

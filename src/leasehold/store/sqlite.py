@@ -109,7 +109,9 @@ _STATUS: Final = {s.value: s for s in JobStatus}
 _REPORT: Final = {r.value: r for r in Report}
 # How each kind of field is kept here (job_fields.Stored): read from a row, written back.
 _DECODE: Final = {
-    Stored.VALUE: "{v}",
+    Stored.INT: "{v}",
+    Stored.FLOAT: "{v}",
+    Stored.TEXT: "{v}",
     Stored.FLAG: "bool({v})",
     Stored.TIME: "_fromtimestamp({v}, _UTC)",
     Stored.JSON: "_loads({v})",
@@ -117,7 +119,9 @@ _DECODE: Final = {
     Stored.REPORT: "_REPORT[{v}]",
 }
 _ENCODE: Final = {
-    Stored.VALUE: "{v}",
+    Stored.INT: "{v}",
+    Stored.FLOAT: "{v}",
+    Stored.TEXT: "{v}",
     Stored.FLAG: "{v}",  # sqlite3 stores a bool as 0 or 1
     Stored.TIME: "{v}.timestamp()",
     Stored.JSON: "_dumps({v}).decode()",
