@@ -17,8 +17,9 @@ as NULL, sent as null, its conversions skipped for None) exactly when its defaul
 Each user of a field's kind says how it converts one (``Stored`` for the backends, ``Wire``
 for the client) as an expression on ``{v}``; the decoders and encoders are generated from
 those once, at import, as ``dataclasses`` generates ``__init__``: they run for every job of
-every lease and report, and a loop over the fields calling a converter per field costs
-about twice a straight expression (bench/job_codec.py).
+every lease and report, and a loop over the fields calling a converter per field was about
+a third slower than the generated expression (a SQLite row: 6.1 against 4.7 µs), slower
+than the hand-written decoders it replaced.
 
 This module imports only ``model``, so the stores and the client may use it.
 """
@@ -239,7 +240,7 @@ def wire_encoder(
     computed from, the function computing it)."""
     if tuple(derived) != DERIVED_WIRE:
         raise TypeError(f"the derived wire keys are {DERIVED_WIRE}, not {tuple(derived)}")
-    items = [f"{name!r}: job.{name}" for name in WIRE_ORDER]
+    items = [f"{key!r}: job.{key}" for key in WIRE_ORDER]
     namespace: dict[str, Any] = {}
     for index, (key, (source_field, function)) in enumerate(derived.items()):
         namespace[f"_derived{index}"] = function
@@ -256,7 +257,7 @@ def wire_decoder(
     TypeError): the caller says what it was reading."""
     scope: dict[str, Any] = {**namespace, "_Job": Job}
     args = []
-    for field in (BY_NAME[name] for name in WIRE_ORDER):
+    for field in (BY_NAME[key] for key in WIRE_ORDER):
         assert field.wire is not None  # WIRE_ORDER names only wire fields (check)
         if field.required:
             value = f"data[{field.name!r}]"
