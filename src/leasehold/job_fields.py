@@ -17,9 +17,9 @@ as NULL, sent as null, its conversions skipped for None) exactly when its defaul
 Each user of a field's kind says how it converts one (``Stored`` for the backends, ``Wire``
 for the client) as an expression on ``{v}``; the decoders and encoders are generated from
 those once, at import, as ``dataclasses`` generates ``__init__``: they run for every job of
-every lease and report, and a loop over the fields calling a converter per field was about
-a third slower than the generated expression (a SQLite row: 6.1 against 4.7 µs), slower
-than the hand-written decoders it replaced.
+every lease and report, and a loop over the fields calling a converter per field was a
+fifth to a third slower than the generated expression (bench/job_codec.py, "by a loop"),
+slower than the hand-written decoders it replaced.
 
 This module imports only ``model``, so the stores and the client may use it.
 """
