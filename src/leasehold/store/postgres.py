@@ -67,10 +67,17 @@ log = structlog.get_logger("leasehold")
 
 CHANNEL: Final = "leasehold_jobs"
 _COLUMNS: Final = pick.COLUMNS
-# A job list's columns without payload and result (JSON null and NULL in their place).
-_SUMMARY_COLUMNS: Final = job_fields.columns(
-    lambda f: f"{'NULL' if f.nullable else repr('null')}::jsonb AS {f.name}"
-)
+
+
+def _blank(field: job_fields.JobField) -> str:
+    """A summary's stand-in for a (JSON) field it leaves out: JSON null where the column is
+    NOT NULL (payload), else NULL (result)."""
+    value = "NULL" if field.nullable else "'null'"
+    return f"{value}::jsonb AS {field.name}"
+
+
+# A job list's columns without payload and result.
+_SUMMARY_COLUMNS: Final = job_fields.columns(_blank)
 # An arbitrary key every coordinator agrees on ("leasehol" in ASCII): one migrator at a time.
 _MIGRATION_LOCK: Final = 0x6C65617365686F6C
 _ACQUIRE_TIMEOUT: Final = 30.0  # seconds a request may wait for a pooled connection
