@@ -31,7 +31,7 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from leasehold.clock import Clock, SystemClock
-from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
+from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.model import (
     Attempt,
     AttemptOutcome,
@@ -442,11 +442,9 @@ class SqliteStore:
                 fresh.append(new)
                 continue
             seen = known[key] if key in known else fresh[pending[key]]
-            if compare and not new.matches(seen.request_hash):
-                # The key itself is not quoted: it is client input (DESIGN.md §10).
-                used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
-                raise IdempotencyConflict(
-                    f"the idempotency key was used for {used_by} with a different request"
+            if compare:
+                new.check_reuse(
+                    seen.request_hash, f"job {seen.id}" if isinstance(seen, Job) else "another job"
                 )
             answers.append(seen if isinstance(seen, Job) else pending[key])
         created = self._insert_rows(conn, fresh, now)
