@@ -145,6 +145,8 @@ DERIVED_WIRE: Final = ("error_summary",)
 """Wire keys sent after the fields, computed from them by ``core.answer``."""
 
 BY_NAME: Final = {f.name: f for f in FIELDS}
+POSITION: Final = {f.name: i for i, f in enumerate(FIELDS)}
+"""Each field's place in a row of ``columns()``."""
 WRITTEN: Final = tuple(f for f in FIELDS if f.written)
 """The fields the guarded write sets, in order: its SET list and its parameters."""
 

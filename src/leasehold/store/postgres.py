@@ -25,7 +25,7 @@ import orjson
 import structlog
 
 from leasehold import job_fields
-from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
+from leasehold.errors import InvalidRequest, LeaseholdError, Unavailable
 from leasehold.job_fields import Stored
 from leasehold.model import (
     Attempt,
@@ -543,11 +543,8 @@ class PostgresStore:
                 f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = $1", new.idempotency_key
             )
         )
-        if compare and not new.matches(existing.request_hash):
-            # The key itself is not quoted: it is client input (DESIGN.md §10).
-            raise IdempotencyConflict(
-                f"the idempotency key was used for job {existing.id} with a different request"
-            )
+        if compare:
+            new.check_reuse(existing.request_hash, f"job {existing.id}")
         return Inserted(existing, created=False)
 
     async def job_insert_and_lease(

@@ -32,7 +32,7 @@ import orjson
 
 from leasehold import job_fields
 from leasehold.clock import Clock, SystemClock
-from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
+from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.job_fields import Stored
 from leasehold.model import (
     Attempt,
@@ -136,6 +136,7 @@ _NAMESPACE: Final = {
     "_STATUS": _STATUS,
     "_REPORT": _REPORT,
 }
+_PAYLOAD, _RESULT = job_fields.POSITION["payload"], job_fields.POSITION["result"]
 # A row of _COLUMNS (or _SUMMARY_COLUMNS) as a Job, by position.
 _job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=False, name="_job")
 # The parameters of _GUARDED_WRITE: the decision's fields, then the guard's.
@@ -424,11 +425,9 @@ class SqliteStore:
                 fresh.append(new)
                 continue
             seen = known[key] if key in known else fresh[pending[key]]
-            if compare and not new.matches(seen.request_hash):
-                # The key itself is not quoted: it is client input (DESIGN.md §10).
-                used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
-                raise IdempotencyConflict(
-                    f"the idempotency key was used for {used_by} with a different request"
+            if compare:
+                new.check_reuse(
+                    seen.request_hash, f"job {seen.id}" if isinstance(seen, Job) else "another job"
                 )
             answers.append(seen if isinstance(seen, Job) else pending[key])
         created = self._insert_rows(conn, fresh, now)
@@ -681,7 +680,7 @@ class SqliteStore:
             spent = 0
             # Row by row, so a page over its budget is never read whole into memory.
             for row in conn.execute(sql, [*params, query.limit]):
-                spent += len(row[2]) + len(row[16] or "")
+                spent += len(row[_PAYLOAD]) + len(row[_RESULT] or "")
                 if query.max_bytes is not None and spent > query.max_bytes and page:
                     page.cut = True
                     break
