@@ -10,9 +10,10 @@ they never run). Run by ``make test`` and ``make check``::
 Rules (DESIGN.md §11: the stores apply the rules, they do not know them):
 
 - no cycle between parts;
-- ``store`` imports only ``model``, ``errors`` and ``clock`` (the Store protocol and its
-  backends are a leaf, as River's drivers import nothing of its client);
-- ``model``, ``errors`` and ``clock`` import nothing else from leasehold.
+- ``store`` imports only ``model``, ``job_fields``, ``errors`` and ``clock`` (the Store
+  protocol and its backends are a leaf, as River's drivers import nothing of its client);
+- ``model``, ``errors`` and ``clock`` import nothing else from leasehold; ``job_fields``
+  and ``batch_items`` (shared by the client and the coordinator) only ``model``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "leasehold"
 ALLOWED = {
-    "store": {"model", "errors", "clock"},
+    "store": {"model", "job_fields", "errors", "clock"},
     "model": set(),
+    "job_fields": {"model"},
+    "batch_items": {"model"},
     "errors": set(),
     "clock": set(),
 }

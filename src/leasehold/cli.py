@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import typer
 
@@ -33,14 +33,7 @@ from leasehold.credentials import (
 from leasehold.demo import demo as _demo
 from leasehold.logs import LogFormat, LogLevel, configure_logging, configure_quiet_logging
 from leasehold.settings import (
-    KEEP_ALIVE_TIMEOUT_SECONDS,
-    MAX_ANSWER_BYTES,
-    MAX_HEADER_BYTES,
-    MAX_HEADERS,
-    MAX_PAYLOAD_BYTES,
     MAX_SCHEDULE_GRACE_SECONDS,
-    MIN_LEASE_SECONDS,
-    REQUEST_TIMEOUT_SECONDS,
     CoordinatorSettings,
     SqliteSynchronous,
 )
@@ -93,46 +86,65 @@ _LOG_FORMAT = typer.Option(
 _LOG_LEVEL = typer.Option("info", envvar="LEASEHOLD_LOG_LEVEL", case_sensitive=False)
 
 
+# The coordinator's defaults, whose one home is CoordinatorSettings: `serve` shows them.
+_SERVE: Final = CoordinatorSettings()
+
+
 @app.command(epilog=EXIT_CODES_HELP)
 def serve(
-    host: str = typer.Option("127.0.0.1", envvar="LEASEHOLD_HOST", help="Address to bind."),
-    port: int = typer.Option(8080, envvar="LEASEHOLD_PORT", min=0, max=65535),
+    host: str = typer.Option(_SERVE.host, envvar="LEASEHOLD_HOST", help="Address to bind."),
+    port: int = typer.Option(_SERVE.port, envvar="LEASEHOLD_PORT", min=0, max=65535),
     database_url: str = typer.Option(
-        "sqlite:///leasehold.db",
+        _SERVE.database_url,
         envvar="LEASEHOLD_DATABASE_URL",
         help="sqlite:///PATH (embedded, the default) or postgresql://USER:PASS@HOST:PORT/DB.",
     ),
     default_lease_seconds: float = typer.Option(
-        30.0, envvar="LEASEHOLD_DEFAULT_LEASE_SECONDS", min=0.001, max=86_400
+        _SERVE.default_lease_seconds,
+        envvar="LEASEHOLD_DEFAULT_LEASE_SECONDS",
+        min=0.001,
+        max=86_400,
     ),
     min_lease_seconds: float = typer.Option(
-        MIN_LEASE_SECONDS,
+        _SERVE.min_lease_seconds,
         envvar="LEASEHOLD_MIN_LEASE_SECONDS",
         min=0.001,
         max=86_400,
         help="Shortest lease a worker may ask for (shorter: 422).",
     ),
     retry_base_seconds: float = typer.Option(
-        1.0, envvar="LEASEHOLD_RETRY_BASE_SECONDS", min=0, help="First retry delay."
+        _SERVE.retry_base_seconds,
+        envvar="LEASEHOLD_RETRY_BASE_SECONDS",
+        min=0,
+        help="First retry delay.",
     ),
     retry_max_seconds: float = typer.Option(
-        3600.0, envvar="LEASEHOLD_RETRY_MAX_SECONDS", min=0, help="Cap on any retry delay."
+        _SERVE.retry_max_seconds,
+        envvar="LEASEHOLD_RETRY_MAX_SECONDS",
+        min=0,
+        help="Cap on any retry delay.",
     ),
     reap_interval_seconds: float = typer.Option(
-        1.0, envvar="LEASEHOLD_REAP_INTERVAL_SECONDS", min=0.001, help="Expired-lease sweep."
+        _SERVE.reap_interval_seconds,
+        envvar="LEASEHOLD_REAP_INTERVAL_SECONDS",
+        min=0.001,
+        help="Expired-lease sweep.",
     ),
     schedule_interval_seconds: float = typer.Option(
-        1.0, envvar="LEASEHOLD_SCHEDULE_INTERVAL_SECONDS", min=0.001, help="Due-schedule check."
+        _SERVE.schedule_interval_seconds,
+        envvar="LEASEHOLD_SCHEDULE_INTERVAL_SECONDS",
+        min=0.001,
+        help="Due-schedule check.",
     ),
     schedule_grace_seconds: float = typer.Option(
-        10.0,
+        _SERVE.schedule_grace_seconds,
         envvar="LEASEHOLD_SCHEDULE_GRACE_SECONDS",
         min=0,
         max=MAX_SCHEDULE_GRACE_SECONDS,
         help="A fire time older than this when first seen was missed (see catch_up).",
     ),
     sqlite_synchronous: SqliteSynchronous = typer.Option(
-        "FULL",
+        _SERVE.sqlite_synchronous,
         envvar="LEASEHOLD_SQLITE_SYNCHRONOUS",
         case_sensitive=False,
         help="FULL (no acknowledged write lost on power loss) or NORMAL (faster; may lose"
@@ -164,28 +176,31 @@ def serve(
         " coordinator only binds loopback.",
     ),
     allow_open_access: bool = typer.Option(
-        False,
+        _SERVE.allow_open_access,
         "--allow-open-access",
         envvar="LEASEHOLD_ALLOW_OPEN_ACCESS",
         help="Serve without tokens on a non-loopback address (with a loud warning).",
     ),
     max_payload_bytes: int = typer.Option(
-        MAX_PAYLOAD_BYTES,
+        _SERVE.max_payload_bytes,
         envvar="LEASEHOLD_MAX_PAYLOAD_BYTES",
         min=1,
         help="Cap on a job's payload and a completion's result, as compact JSON (413).",
     ),
     max_header_bytes: int = typer.Option(
-        MAX_HEADER_BYTES,
+        _SERVE.max_header_bytes,
         envvar="LEASEHOLD_MAX_HEADER_BYTES",
         min=1024,
         help="Cap on a request's line and headers, in bytes (431, before authentication).",
     ),
     max_headers: int = typer.Option(
-        MAX_HEADERS, envvar="LEASEHOLD_MAX_HEADERS", min=8, help="Cap on a request's headers (431)."
+        _SERVE.max_headers,
+        envvar="LEASEHOLD_MAX_HEADERS",
+        min=8,
+        help="Cap on a request's headers (431).",
     ),
     request_timeout_seconds: float = typer.Option(
-        REQUEST_TIMEOUT_SECONDS,
+        _SERVE.request_timeout_seconds,
         envvar="LEASEHOLD_REQUEST_TIMEOUT_SECONDS",
         min=0.1,
         max=600,
@@ -193,56 +208,56 @@ def serve(
         " connection waiting for it, or the connection is closed (408).",
     ),
     keep_alive_timeout_seconds: int = typer.Option(
-        KEEP_ALIVE_TIMEOUT_SECONDS,
+        _SERVE.keep_alive_timeout_seconds,
         envvar="LEASEHOLD_KEEP_ALIVE_TIMEOUT_SECONDS",
         min=1,
         max=600,
         help="An idle connection is closed after this long without a request.",
     ),
     max_waiting_polls: int = typer.Option(
-        4096,
+        _SERVE.max_waiting_polls,
         envvar="LEASEHOLD_MAX_WAITING_POLLS",
         min=0,
         help="Long polls waiting at once, at most; past it a poll answers after one look.",
     ),
     max_answer_bytes: int = typer.Option(
-        MAX_ANSWER_BYTES,
+        _SERVE.max_answer_bytes,
         envvar="LEASEHOLD_MAX_ANSWER_BYTES",
         min=1,
         help="Jobs' JSON in one answer: a GET /jobs page or a batch lease stops before it.",
     ),
     max_kinds: int = typer.Option(
-        1000,
+        _SERVE.max_kinds,
         envvar="LEASEHOLD_MAX_KINDS",
         min=1,
         help="Distinct job kinds accepted; a job of one more kind is refused (422).",
     ),
     max_queues: int = typer.Option(
-        100,
+        _SERVE.max_queues,
         envvar="LEASEHOLD_MAX_QUEUES",
         min=1,
         help="Distinct queues accepted; a job in one more queue is refused (422).",
     ),
     retain_completed_seconds: float = typer.Option(
-        86_400.0,
+        _SERVE.retain_completed_seconds,
         envvar="LEASEHOLD_RETAIN_COMPLETED_SECONDS",
         min=0,
         help="Delete completed jobs this long after they finished (0: keep forever).",
     ),
     retain_cancelled_seconds: float = typer.Option(
-        86_400.0,
+        _SERVE.retain_cancelled_seconds,
         envvar="LEASEHOLD_RETAIN_CANCELLED_SECONDS",
         min=0,
         help="Delete cancelled jobs this long after they finished (0: keep forever).",
     ),
     retain_dead_seconds: float = typer.Option(
-        604_800.0,
+        _SERVE.retain_dead_seconds,
         envvar="LEASEHOLD_RETAIN_DEAD_SECONDS",
         min=0,
         help="Delete dead jobs this long after they died (0: keep forever).",
     ),
     prune_interval_seconds: float = typer.Option(
-        10.0,
+        _SERVE.prune_interval_seconds,
         envvar="LEASEHOLD_PRUNE_INTERVAL_SECONDS",
         min=0.001,
         help="How often finished jobs past their retention are deleted.",

@@ -2,7 +2,9 @@
 the stores and the API.
 
 This module imports nothing else from leasehold at run time, so every layer can depend on
-it (the stores import only this, ``errors`` and ``clock``: scripts/check_imports.py).
+it (the stores import only this, ``job_fields``, ``errors`` and ``clock``:
+scripts/check_imports.py). How each field of the job is stored and sent is in
+``job_fields``.
 """
 
 from __future__ import annotations
@@ -49,7 +51,11 @@ class AttemptOutcome(StrEnum):
     CANCELLED = "cancelled"  # ended by a cancellation (reported by the holder, or reaped)
 
 
+# The defaults of a job, each in one place: an enqueue, a schedule, the client and the
+# command line that leave one out get these.
 DEFAULT_QUEUE = "default"
+DEFAULT_PRIORITY = 0  # higher is leased first
+DEFAULT_MAX_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +81,7 @@ class Job:
     result: JSON = None
     last_error: str | None = None
     report: Report | None = None
-    priority: int = 0  # higher is leased first
+    priority: int = DEFAULT_PRIORITY  # higher is leased first
     queue: str = DEFAULT_QUEUE
     # Set by a cancel of a running job: its holder is told at its next renew, and its next
     # report (or the reaper) ends it as cancelled. Stays set on the cancelled job.
@@ -147,9 +153,9 @@ class ScheduleSpec:
     kind: str
     timezone: str = "UTC"
     payload: JSON = None
-    queue: str = "default"
-    priority: int = 0
-    max_attempts: int = 5
+    queue: str = DEFAULT_QUEUE
+    priority: int = DEFAULT_PRIORITY
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
     catch_up: CatchUp = CatchUp.SKIP
     enabled: bool = True
 

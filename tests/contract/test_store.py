@@ -426,6 +426,38 @@ async def test_decide_batch_is_one_transaction(store: Store) -> None:
     assert ("completed", "k") not in await store.counter_totals()
 
 
+async def test_a_batch_on_distinct_jobs_writes_each_as_decided(store: Store) -> None:
+    """Completions, failures (retried and final), a stale report and an unchanged renewal
+    decided together: each job, its attempt and the counts as if decided one by one."""
+    jobs = await insert(store, *(new_job(max_attempts=1 if n == 3 else 3) for n in range(5)))
+    leased = {j.id: j for j in await lease(store, n=5)}
+    a, b, c, d, e = (leased[j.id] for j in jobs)
+    outcomes = await store.jobs_decide(
+        [
+            (a.id, complete(a.lease_token, {"n": 1})),
+            (b.id, complete(b.lease_token)),
+            (c.id, fail(c.lease_token, "boom")),
+            (d.id, fail(d.lease_token, "fatal")),
+            (e.id, complete(e.lease_token + 1000)),  # not its token: refused, nothing written
+        ]
+    )
+    assert [o.changed if o is not None else None for o in outcomes] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+    stored = [await get(store, j.id) for j in jobs]
+    assert [s.status for s in stored] == ["completed", "completed", "queued", "dead", "running"]
+    assert stored[0].result == {"n": 1} and stored[2].last_error == "boom"
+    assert stored[2].run_after > c.run_after and stored[3].finished_at is not None
+    attempts = [[x.outcome for x in await store.attempts_list(j.id)] for j in jobs]
+    assert attempts == [["completed"], ["completed"], ["failed"], ["failed"], ["running"]]
+    totals = await store.counter_totals()
+    assert (totals[("completed", "k")], totals[("failed", "k")]) == (2, 2)
+
+
 async def test_repeated_id_in_one_batch_sees_the_earlier_write(store: Store) -> None:
     (job,) = await insert(store)
     await lease(store)

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from leasehold.api.schemas import ItemOutcome, ItemResultOut, ItemVerdict, JobOut, LeaseOut
+from leasehold.api.schemas import ItemResultOut, JobOut, LeaseOut
 from leasehold.api.wire import item_result_wire, job_wire, lease_wire
+from leasehold.batch_items import ItemOutcome, ItemVerdict
 from leasehold.errors import (
     JobCancelled,
     JobNotFound,

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from leasehold.admin.table import Cell, Column, fitted
-from leasehold.model import JSON, Attempt, Job
+from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job
 
 STATUS_STYLES = {
     "queued": "cyan",
@@ -180,7 +180,7 @@ def stats_view(stats: dict[str, Any], width: int) -> RenderableType:
     parts += _breakdown("by kind", "KIND", stats["by_kind"], statuses, width)
     # Queues only when some job is in a queue of its own: most set-ups use one.
     by_queue: dict[str, dict[str, int]] = stats.get("by_queue") or {}
-    if set(by_queue) - {"default"}:
+    if set(by_queue) - {DEFAULT_QUEUE}:
         parts += _breakdown("by queue", "QUEUE", by_queue, statuses, width)
     for gap in stats.get("unserved") or []:
         n = gap["queued"]

@@ -15,6 +15,7 @@ from leasehold.admin.connect import EXIT_CODES_HELP, AsJson, Token, TokenFile, U
 from leasehold.admin.table import Cell, Column, fitted
 from leasehold.admin.wire import print_json
 from leasehold.client import DEFAULT_URL
+from leasehold.model import DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE
 
 schedules = typer.Typer(
     help="Periodic jobs: list, show, create or replace, delete.", no_args_is_help=True
@@ -106,9 +107,9 @@ def schedules_put(
         str | None,
         typer.Option(help="The jobs' payload: JSON text, @FILE, or - for stdin. Default: null."),
     ] = None,
-    queue: Annotated[str, typer.Option(help="The queue its jobs go to.")] = "default",
-    priority: Annotated[int, typer.Option(min=-1000, max=1000)] = 0,
-    max_attempts: Annotated[int, typer.Option(min=1, max=1000)] = 5,
+    queue: Annotated[str, typer.Option(help="The queue its jobs go to.")] = DEFAULT_QUEUE,
+    priority: Annotated[int, typer.Option(min=-1000, max=1000)] = DEFAULT_PRIORITY,
+    max_attempts: Annotated[int, typer.Option(min=1, max=1000)] = DEFAULT_MAX_ATTEMPTS,
     catch_up: Annotated[
         str, typer.Option(help="skip | once: runs missed while no coordinator ran.")
     ] = "skip",

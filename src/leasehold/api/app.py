@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import random
 from collections.abc import AsyncIterator
+from typing import Any
 
 import structlog
 from fastapi import FastAPI
@@ -35,6 +37,7 @@ from leasehold.dashboard import mount_dashboard
 from leasehold.settings import CoordinatorSettings
 from leasehold.store.base import Store
 from leasehold.store.open import open_store
+from leasehold.tracing import server_telemetry
 from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold")
@@ -104,6 +107,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served offline by mount_docs
         redoc_url=None,
+        **_telemetry_option(),
     )
     app.add_middleware(FastEnqueue)  # innermost: the body limit and the log still apply
     app.add_middleware(
@@ -131,3 +135,11 @@ def create_app(
     mount_docs(app)
     install_openapi(app)
     return app
+
+
+def _telemetry_option() -> dict[str, Any]:
+    """FastAPI's ``telemetry`` argument (tracing.server_telemetry), on the FastAPI releases
+    that have it (0.165 and later); earlier ones make no per-request telemetry check."""
+    if "telemetry" not in inspect.signature(FastAPI).parameters:
+        return {}
+    return {"telemetry": server_telemetry()}

@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from leasehold.api.auth import PUBLIC
 from leasehold.api.body import StrictJSONRoute
-from leasehold.api.schemas import MAX_BATCH
+from leasehold.batch_items import MAX_BATCH
 from leasehold.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.store.base import LEASE_REQUEST_WINDOW_SECONDS
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import (
@@ -21,9 +20,12 @@ from pydantic import (
     StrictInt,
 )
 
-from leasehold.core.transitions import summary_line
+from leasehold.batch_items import MAX_BATCH, ItemOutcome, ItemVerdict
+from leasehold.core.answer import job_wire
 from leasehold.core.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
     RESERVED_KEY_PREFIX,
     Attempt,
@@ -171,14 +173,15 @@ class EnqueueRequest(Strict):
     kind: Kind
     payload: UserJSON = None
     max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] | None = Field(
-        default=None, description="leases allowed before the job is dead (default 5)"
+        default=None,
+        description=f"leases allowed before the job is dead (default {DEFAULT_MAX_ATTEMPTS})",
     )
     run_after: Rfc3339Time | None = Field(
         default=None, description="not leased before this time (default: at once)"
     )
     idempotency_key: IdempotencyKey | None = None
-    priority: Priority | None = None
-    queue: QueueName | None = Field(default=None, description='default "default"')
+    priority: Priority | None = Field(default=None, description=f"default {DEFAULT_PRIORITY}")
+    queue: QueueName | None = Field(default=None, description=f'default "{DEFAULT_QUEUE}"')
     headers: Headers | None = Field(
         default=None,
         description="strings handed to every worker that leases the job (e.g. W3C trace"
@@ -244,7 +247,6 @@ class ReleaseRequest(Strict):
     token: Token
 
 
-MAX_BATCH = 1000
 JobId = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
 
 
@@ -316,30 +318,7 @@ class JobOut(BaseModel):
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
-        return cls.model_construct(
-            id=job.id,
-            kind=job.kind,
-            payload=job.payload,
-            status=job.status,
-            attempts=job.attempts,
-            max_attempts=job.max_attempts,
-            run_after=job.run_after,
-            created_at=job.created_at,
-            lease_owner=job.lease_owner,
-            lease_expires_at=job.lease_expires_at,
-            lease_token=job.lease_token,
-            idempotency_key=job.idempotency_key,
-            result=job.result,
-            last_error=job.last_error,
-            leased_at=job.leased_at,
-            finished_at=job.finished_at,
-            priority=job.priority,
-            queue=job.queue,
-            cancel_requested=job.cancel_requested,
-            headers=job.headers,
-            timeout_seconds=job.timeout_seconds,
-            error_summary=summary_line(job.last_error),
-        )
+        return cls.model_construct(**job_wire(job))
 
 
 class LeaseOut(BaseModel):
@@ -359,25 +338,6 @@ class EnqueuedOut(BaseModel):
 
 class BatchEnqueueOut(BaseModel):
     jobs: list[EnqueuedOut]
-
-
-class ItemOutcome(StrEnum):
-    OK = "ok"  # applied, or an idempotent repeat
-    STALE = "stale"  # the token is not the job's current one
-    CONFLICT = "conflict"  # lease expired, or a different outcome already reported
-    NOT_FOUND = "not_found"
-
-
-class ItemVerdict(StrEnum):
-    """What the worker does with a batch item's answer (PROTOCOL.md, "Errors")."""
-
-    OK = "ok"  # applied (or an idempotent repeat): renew: keep running; report: done
-    CANCELLED = "cancelled"  # the job was cancelled: stop the handler, report nothing more
-    STALE = "stale"  # a newer lease exists: stop the handler, drop the report
-    LOST = "lost"  # the lease ran out or this lease already reported: stop, drop
-    CONFLICT = "conflict"  # a different outcome was already reported: drop
-    REJECTED = "rejected"  # the item itself was refused (too large): report a failure instead
-    NOT_FOUND = "not_found"  # no such job: drop
 
 
 class ItemResultOut(BaseModel):
@@ -413,6 +373,9 @@ class JobSummaryOut(BaseModel):
     priority: int
     queue: str
     cancel_requested: bool
+    headers: dict[str, str] | None = None
+    timeout_seconds: float | None = None
+    error_summary: str | None = None
 
 
 class JobPage(BaseModel):
@@ -514,8 +477,8 @@ class ScheduleRequest(Strict):
     kind: Kind
     payload: UserJSON = None
     queue: QueueName = DEFAULT_QUEUE
-    priority: Priority = 0
-    max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = 5
+    priority: Priority = DEFAULT_PRIORITY
+    max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = DEFAULT_MAX_ATTEMPTS
     catch_up: CatchUp = Field(
         default=CatchUp.SKIP,
         description="fire times missed while no coordinator ran: skip them, or run the"

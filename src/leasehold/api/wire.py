@@ -13,10 +13,12 @@ committed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from fastapi import Response
 
+from leasehold import job_fields
+from leasehold.batch_items import ItemOutcome, ItemVerdict
 from leasehold.core.answer import encode, job_json, job_wire
 from leasehold.errors import (
     InvalidRequest,
@@ -38,10 +40,14 @@ def reply_json(data: Any, status_code: int = 200) -> Response:
     return Response(encode(data), status_code, media_type=_JSON)
 
 
+_NOT_IN_SUMMARY: Final = tuple(f.name for f in job_fields.FIELDS if not f.in_summary)
+
+
 def summary_wire(job: Job) -> dict[str, Any]:
     """``schemas.JobSummaryOut``: the job without its payload and result."""
     wire = job_wire(job)
-    del wire["payload"], wire["result"]
+    for name in _NOT_IN_SUMMARY:
+        del wire[name]
     return wire
 
 
@@ -51,21 +57,21 @@ def lease_wire(job: Job) -> dict[str, Any]:
 
 
 # A batch item's verdict by the error it got, most specific first (PROTOCOL.md, "Errors").
-_VERDICTS: tuple[tuple[type[LeaseholdError], str], ...] = (
-    (JobNotFound, "not_found"),
-    (StaleToken, "stale"),
-    (JobCancelled, "cancelled"),
-    (LeaseExpired, "lost"),  # NotRunning included
-    (PayloadTooLarge, "rejected"),
-    (InvalidRequest, "rejected"),
+_VERDICTS: tuple[tuple[type[LeaseholdError], ItemVerdict], ...] = (
+    (JobNotFound, ItemVerdict.NOT_FOUND),
+    (StaleToken, ItemVerdict.STALE),
+    (JobCancelled, ItemVerdict.CANCELLED),
+    (LeaseExpired, ItemVerdict.LOST),  # NotRunning included
+    (PayloadTooLarge, ItemVerdict.REJECTED),
+    (InvalidRequest, ItemVerdict.REJECTED),
 )
 
 
-def verdict_of(error: LeaseholdError) -> str:
+def verdict_of(error: LeaseholdError) -> ItemVerdict:
     for cls, verdict in _VERDICTS:
         if isinstance(error, cls):
             return verdict
-    return "conflict"
+    return ItemVerdict.CONFLICT
 
 
 def item_result_wire(job_id: int, answer: Job | LeaseholdError) -> dict[str, Any]:
@@ -73,18 +79,18 @@ def item_result_wire(job_id: int, answer: Job | LeaseholdError) -> dict[str, Any
     if not isinstance(answer, LeaseholdError):
         return {
             "id": job_id,
-            "outcome": "ok",
-            "verdict": "ok",
+            "outcome": ItemOutcome.OK,
+            "verdict": ItemVerdict.OK,
             "error": None,
             "message": None,
             "job": job_json(answer),
         }
     outcome = (
-        "not_found"
+        ItemOutcome.NOT_FOUND
         if isinstance(answer, JobNotFound)
-        else "stale"
+        else ItemOutcome.STALE
         if isinstance(answer, StaleToken)
-        else "conflict"
+        else ItemOutcome.CONFLICT
     )
     return {
         "id": job_id,

@@ -8,70 +8,24 @@ answer exactly as they treat the single calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from leasehold.client._parse import drop_none, error_from_code, parse_job
+from leasehold.batch_items import CompleteItem, FailItem, ItemOutcome, ItemVerdict, RenewItem
+from leasehold.client._parse import error_from_code, parse_job
 from leasehold.errors import Conflict, JobNotFound, LeaseholdError, StaleToken
-from leasehold.model import JSON, Job
+from leasehold.model import Job
 
-
-@dataclass(frozen=True, slots=True)
-class RenewItem:
-    job_id: int
-    token: int
-    lease_seconds: float | None = None
-
-    def wire(self) -> dict[str, Any]:
-        return drop_none(id=self.job_id, token=self.token, lease_seconds=self.lease_seconds)
-
-
-@dataclass(frozen=True, slots=True)
-class CompleteItem:
-    job_id: int
-    token: int
-    result: JSON = None
-
-    def wire(self) -> dict[str, Any]:
-        return {"id": self.job_id, "token": self.token, "result": self.result}
-
-
-@dataclass(frozen=True, slots=True)
-class FailItem:
-    job_id: int
-    token: int
-    error: str
-    retryable: bool = True
-    retry_after_seconds: float | None = None
-
-    def wire(self) -> dict[str, Any]:
-        return drop_none(
-            id=self.job_id,
-            token=self.token,
-            error=self.error,
-            retryable=self.retryable,
-            retry_after_seconds=self.retry_after_seconds,
-        )
-
-
-class ItemOutcome(StrEnum):
-    OK = "ok"  # applied, or an idempotent repeat
-    STALE = "stale"  # the token is not the job's current one
-    CONFLICT = "conflict"  # the lease expired, or a different outcome was already reported
-    NOT_FOUND = "not_found"
-
-
-class ItemVerdict(StrEnum):
-    """What the worker does with the item's answer (protocol 1.1; PROTOCOL.md)."""
-
-    OK = "ok"  # applied: renew: keep running; report: done
-    CANCELLED = "cancelled"  # stop the handler; nothing of it is recorded
-    STALE = "stale"  # a newer lease exists: stop, drop the report
-    LOST = "lost"  # the lease ran out, or this lease already reported: stop, drop
-    CONFLICT = "conflict"  # a different outcome was already reported: drop
-    REJECTED = "rejected"  # the item itself was refused (too large): report a failure
-    NOT_FOUND = "not_found"  # no such job: drop
+# The items and the enums are the coordinator's too (leasehold.batch_items), named here as
+# the client's.
+__all__ = [
+    "CompleteItem",
+    "FailItem",
+    "ItemOutcome",
+    "ItemResult",
+    "ItemVerdict",
+    "RenewItem",
+    "parse_results",
+]
 
 
 # Protocol 1.0 answers carry no verdict: derived from the outcome as 1.0 documented it.

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from leasehold.batch_items import MAX_BATCH
 from leasehold.client._parse import drop_none
 from leasehold.model import JSON
 from leasehold.tracing import inject_headers
 
-# The most jobs one POST /jobs/batch takes (the coordinator's limit).
-MAX_BATCH = 1000
+__all__ = ["MAX_BATCH", "NewJob"]  # MAX_BATCH: the most jobs one POST /jobs/batch takes
 
 
 @dataclass(frozen=True, slots=True)

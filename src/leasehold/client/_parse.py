@@ -7,10 +7,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
+from leasehold import job_fields
 from leasehold.errors import (
     Conflict,
     CrossSite,
@@ -35,7 +36,8 @@ from leasehold.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
-from leasehold.model import DEFAULT_QUEUE, Attempt, AttemptOutcome, Job, JobStatus
+from leasehold.job_fields import Wire
+from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -147,44 +149,35 @@ def _time_or_none(value: Any) -> datetime | None:
     return None if value is None else _time(value)
 
 
+# How each kind of field is read from an answer (job_fields.Wire); None is passed through
+# for nullable fields. Times are aware UTC datetimes.
+_READ: Final = {
+    Wire.AS_IS: "{v}",
+    Wire.INT: "int({v})",
+    Wire.FLOAT: "float({v})",
+    Wire.STR: "str({v})",
+    Wire.FLAG: "bool({v})",
+    Wire.TIME: "_time({v})",
+    Wire.STATUS: "_JobStatus({v})",
+}
+_job_of_wire: Final = job_fields.wire_decoder(
+    _READ, {"_time": _time, "_JobStatus": JobStatus}, name="_job_of_wire"
+)
+
+
 def parse_job(data: Any) -> Job:
     """A ``model.Job`` from its wire form (``api.schemas.JobOut``).
 
     Parsed here rather than with the server's schema, so that the client does not import
-    the coordinator (FastAPI and all). Times are aware UTC datetimes; the fields the
-    coordinator keeps to itself (``report``, ``request_hash``, ``lease_seconds``) are None.
+    the coordinator (FastAPI and all). The fields the coordinator keeps to itself
+    (``report``, ``request_hash``, ``lease_seconds``, ``releases``) take ``Job``'s
+    defaults, as do those older coordinators did not send (priority, queue, cancellation,
+    headers, time limit).
     """
     try:
-        return Job(
-            id=int(data["id"]),
-            kind=str(data["kind"]),
-            payload=data.get("payload"),
-            status=JobStatus(data["status"]),
-            attempts=int(data["attempts"]),
-            max_attempts=int(data["max_attempts"]),
-            run_after=_time(data["run_after"]),
-            created_at=_time(data["created_at"]),
-            lease_token=int(data["lease_token"]),
-            lease_owner=data.get("lease_owner"),
-            lease_expires_at=_time_or_none(data.get("lease_expires_at")),
-            leased_at=_time_or_none(data.get("leased_at")),
-            finished_at=_time_or_none(data.get("finished_at")),
-            idempotency_key=data.get("idempotency_key"),
-            result=data.get("result"),
-            last_error=data.get("last_error"),
-            # Absent from coordinators older than priorities, queues and cancellation.
-            priority=int(data.get("priority", 0)),
-            queue=str(data.get("queue", DEFAULT_QUEUE)),
-            cancel_requested=bool(data.get("cancel_requested", False)),
-            headers=data.get("headers"),  # absent from coordinators before headers
-            timeout_seconds=_float_or_none(data.get("timeout_seconds")),
-        )
+        return _job_of_wire(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise LeaseholdError(f"the coordinator's answer is not a job: {exc!r}") from exc
-
-
-def _float_or_none(value: Any) -> float | None:
-    return float(value) if value is not None else None
 
 
 def parse_attempt(job_id: int, data: Any) -> Attempt:

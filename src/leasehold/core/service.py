@@ -44,7 +44,15 @@ from leasehold.errors import (
     Unavailable,
 )
 from leasehold.metrics import Metrics
-from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job, JobStatus
+from leasehold.model import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    JSON,
+    Attempt,
+    Job,
+    JobStatus,
+)
 from leasehold.store.base import (
     AttemptPage,
     DeadFilter,
@@ -60,7 +68,6 @@ from leasehold.store.base import (
 
 log = structlog.get_logger("leasehold")
 
-DEFAULT_MAX_ATTEMPTS = 5
 # Long polls waiting at once, at most; beyond, a poll answers after one look (DESIGN.md §9).
 DEFAULT_MAX_WAITING_POLLS = 4096
 
@@ -97,7 +104,7 @@ class Enqueue:
             run_after=self.run_after,
             idempotency_key=self.idempotency_key,
             request_hash=canonical,
-            priority=self.priority or 0,
+            priority=self.priority or DEFAULT_PRIORITY,
             queue=self.queue or DEFAULT_QUEUE,
             headers=self.headers,
             timeout_seconds=self.timeout_seconds,

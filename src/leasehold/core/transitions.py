@@ -25,7 +25,15 @@ from leasehold.errors import (
     ReportConflict,
     StaleToken,
 )
-from leasehold.model import DEFAULT_QUEUE, JSON, AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import (
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    JSON,
+    AttemptOutcome,
+    Job,
+    JobStatus,
+    Report,
+)
 from leasehold.model import Outcome as Outcome  # the rules' answer; data, so in the model
 
 
@@ -411,7 +419,7 @@ def normalized_fingerprints(
         payload,
         None if max_attempts == default_max_attempts else max_attempts,
         run_after.astimezone(UTC) if run_after is not None else None,
-        None if priority == 0 else priority,
+        None if priority == DEFAULT_PRIORITY else priority,
         None if queue == DEFAULT_QUEUE else queue,
         timeout_seconds,
     )

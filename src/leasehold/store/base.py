@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from leasehold.errors import LeaseholdError
+from leasehold.errors import IdempotencyConflict, LeaseholdError
 from leasehold.model import (
+    DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
     JSON,
     Attempt,
@@ -43,7 +44,7 @@ class NewJob:
     run_after: datetime | None  # None: available at once
     idempotency_key: str | None
     request_hash: str
-    priority: int = 0
+    priority: int = DEFAULT_PRIORITY
     queue: str = DEFAULT_QUEUE
     headers: dict[str, str] | None = None  # not part of request_hash (DESIGN.md §21)
     timeout_seconds: float | None = None
@@ -54,6 +55,15 @@ class NewJob:
     def matches(self, stored_hash: str | None) -> bool:
         """Whether a job stored under this request's key was enqueued by the same request."""
         return stored_hash == self.request_hash or stored_hash in self.also_matches
+
+    def check_reuse(self, stored_hash: str | None, used_by: str) -> None:
+        """The idempotency verdict, for every backend: a key found used (by ``used_by``, as
+        "job 7") answers with that job if the request is the same, and is refused if not."""
+        if not self.matches(stored_hash):
+            # The key itself is not quoted: it is client input (DESIGN.md §10).
+            raise IdempotencyConflict(
+                f"the idempotency key was used for {used_by} with a different request"
+            )
 
 
 @dataclass(frozen=True, slots=True)

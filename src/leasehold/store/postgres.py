@@ -24,7 +24,9 @@ import asyncpg
 import orjson
 import structlog
 
-from leasehold.errors import IdempotencyConflict, InvalidRequest, LeaseholdError, Unavailable
+from leasehold import job_fields
+from leasehold.errors import InvalidRequest, LeaseholdError, Unavailable
+from leasehold.job_fields import Stored
 from leasehold.model import (
     Attempt,
     AttemptOutcome,
@@ -65,10 +67,17 @@ log = structlog.get_logger("leasehold")
 
 CHANNEL: Final = "leasehold_jobs"
 _COLUMNS: Final = pick.COLUMNS
-# A job list's columns without payload and result (JSON null and NULL in their place).
-_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null'::jsonb AS payload,").replace(
-    " result,", " NULL::jsonb AS result,"
-)
+
+
+def _blank(field: job_fields.JobField) -> str:
+    """A summary's stand-in for a (JSON) field it leaves out: JSON null where the column is
+    NOT NULL (payload), else NULL (result)."""
+    value = "NULL" if field.nullable else "'null'"
+    return f"{value}::jsonb AS {field.name}"
+
+
+# A job list's columns without payload and result.
+_SUMMARY_COLUMNS: Final = job_fields.columns(_blank)
 # An arbitrary key every coordinator agrees on ("leasehol" in ASCII): one migrator at a time.
 _MIGRATION_LOCK: Final = 0x6C65617365686F6C
 _ACQUIRE_TIMEOUT: Final = 30.0  # seconds a request may wait for a pooled connection
@@ -124,59 +133,111 @@ _ROLLED: Final = (
 )
 _COUNT: Final = f"WITH counted AS ({_COUNTED.format(events='$1')}) {_ROLLED.format(events='$1')}"
 # One decision's writes in one statement: a round trip costs more than the work. The job's
-# write ($14: the outcome changed it) is guarded by the token and status that were read,
-# and ``written`` counts what the guard let through. The attempt record is closed when $15
-# is given; the batch's counts ride along with its last write. Every row is found by its
+# write ($1-$3 the guard, then the decision's fields: job_fields.WRITTEN) is made when the
+# outcome changed it ($C below), guarded by the token and status that were read, and
+# ``written`` counts what the guard let through. The attempt record is closed when $A is
+# given; the batch's counts ride along with its last write. Every row is found by its
 # primary key, so the plan cannot turn into a scan however the tables grow.
+_W: Final = len(job_fields.WRITTEN) + 4  # the first parameter after the job's fields
 _WRITE: Final = (
     "WITH written AS ("
-    " UPDATE jobs SET status = $4, attempts = $5, run_after = $6, lease_owner = $7,"
-    " lease_expires_at = $8, lease_seconds = $9, finished_at = $10, result = $11,"
-    " last_error = $12, report = $13, cancel_requested = $19, releases = $20"
-    " WHERE $14 AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
+    f" UPDATE jobs SET {job_fields.set_list(lambda i: f'${i + 4}')}"
+    f" WHERE ${_W} AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
     "), closed AS ("
-    " UPDATE attempts SET outcome = $15, finished_at = $16, error = $17"
-    " WHERE $15::text IS NOT NULL AND job_id = $1 AND token = $2"
-    f"), counted AS ({_COUNTED.format(events='$18')})"
-    f", rolled AS ({_ROLLED.format(events='$18')})"
+    f" UPDATE attempts SET outcome = ${_W + 1}, finished_at = ${_W + 2}, error = ${_W + 3}"
+    f" WHERE ${_W + 1}::text IS NOT NULL AND job_id = $1 AND token = $2"
+    f"), counted AS ({_COUNTED.format(events=f'${_W + 4}')})"
+    f", rolled AS ({_ROLLED.format(events=f'${_W + 4}')})"
     " SELECT count(*) FROM written"
 )
 _NOTIFY: Final = f"NOTIFY {CHANNEL}"
+# The same writes for a batch of decisions on distinct jobs, in one statement: a batch of
+# 200 reports was 200 round trips, most of PostgreSQL's time per job. The rows come as
+# arrays ($1-$3 the jobs' guards, then their changed fields as in _WRITE; after them the
+# time and the attempts to close).
+# An array of each kind of field, as _WRITE_MANY's parameters carry them.
+_ARRAY_TYPE: Final = {
+    Stored.INT: "bigint[]",
+    Stored.FLOAT: "float8[]",
+    Stored.TEXT: "text[]",
+    Stored.FLAG: "boolean[]",
+    Stored.TIME: "timestamptz[]",
+    Stored.JSON: "jsonb[]",
+    Stored.STATUS: "text[]",
+    Stored.REPORT: "text[]",
+}
+_WRITE_MANY: Final = (
+    "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], "
+    + ", ".join(f"${i + 4}::{_ARRAY_TYPE[f.stored]}" for i, f in enumerate(job_fields.WRITTEN))
+    + ") AS v(id, token, was, "
+    + ", ".join(f.name for f in job_fields.WRITTEN)
+    + ")), written AS ("
+    f" UPDATE jobs SET {job_fields.set_list(lambda i: f'v.{job_fields.WRITTEN[i].name}')}"
+    " FROM v WHERE jobs.id = v.id AND jobs.lease_token = v.token AND jobs.status = v.was"
+    " RETURNING jobs.id"
+    "), closed AS ("
+    f" UPDATE attempts SET outcome = a.outcome, finished_at = ${_W}, error = a.error"
+    f" FROM unnest(${_W + 1}::bigint[], ${_W + 2}::bigint[], ${_W + 3}::text[],"
+    f" ${_W + 4}::text[]) AS a(job_id, token, outcome, error)"
+    " WHERE attempts.job_id = a.job_id AND attempts.token = a.token"
+    f"), counted AS ({_COUNTED.format(events=f'${_W + 5}')})"
+    f", rolled AS ({_ROLLED.format(events=f'${_W + 5}')})"
+    " SELECT count(*) FROM written"
+)
+_INSERT: Final = (
+    "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
+    " idempotency_key, request_hash, priority, queue, headers, timeout_seconds)"
+    " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9, $10)"
+    f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}"
+)
+# One job enqueued in one statement, so in one round trip and its own transaction: the
+# row, its counts ($11, counted only if the row was made) and the wake-up of other
+# coordinators' long polls. BEGIN, INSERT, counts, NOTIFY and COMMIT were five round
+# trips, most of a lone enqueue's time.
+_INSERT_ONE: Final = (
+    f"WITH new AS ({_INSERT})"
+    f", counted AS ({_COUNTED.format(events='(SELECT $11::jsonb FROM new)')})"
+    f", rolled AS ({_ROLLED.format(events='(SELECT $11::jsonb FROM new)')})"
+    f", notified AS (SELECT pg_notify('{CHANNEL}', '') FROM new)"
+    " SELECT new.* FROM new WHERE (SELECT count(*) FROM notified) >= 0"
+)
 
 
 # Stored text to enum member by a dict: an Enum call costs a microsecond, twice per row.
 _STATUS: Final = {s.value: s for s in JobStatus}
 _REPORT: Final = {r.value: r for r in Report}
-
-
-def _job(row: asyncpg.Record) -> Job:
-    return Job(
-        id=row["id"],
-        kind=row["kind"],
-        payload=orjson.loads(row["payload"]),
-        status=_STATUS[row["status"]],
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        run_after=row["run_after"],
-        created_at=row["created_at"],
-        lease_token=row["lease_token"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=row["lease_expires_at"],
-        lease_seconds=row["lease_seconds"],
-        leased_at=row["leased_at"],
-        finished_at=row["finished_at"],
-        idempotency_key=row["idempotency_key"],
-        request_hash=row["request_hash"],
-        result=orjson.loads(row["result"]) if row["result"] is not None else None,
-        last_error=row["last_error"],
-        report=_REPORT[row["report"]] if row["report"] is not None else None,
-        priority=row["priority"],
-        queue=row["queue"],
-        cancel_requested=row["cancel_requested"],
-        releases=row["releases"],
-        headers=orjson.loads(row["headers"]) if row["headers"] is not None else None,
-        timeout_seconds=row["timeout_seconds"],
-    )
+# How each kind of field is kept here (job_fields.Stored): asyncpg gives and takes
+# timestamptz as aware datetimes, and jsonb as JSON text.
+_DECODE: Final = {
+    Stored.INT: "{v}",
+    Stored.FLOAT: "{v}",
+    Stored.TEXT: "{v}",
+    Stored.FLAG: "{v}",
+    Stored.TIME: "{v}",
+    Stored.JSON: "_loads({v})",
+    Stored.STATUS: "_STATUS[{v}]",
+    Stored.REPORT: "_REPORT[{v}]",
+}
+_ENCODE: Final = {
+    Stored.INT: "{v}",
+    Stored.FLOAT: "{v}",
+    Stored.TEXT: "{v}",
+    Stored.FLAG: "{v}",
+    Stored.TIME: "{v}",
+    Stored.JSON: "_dumps({v}).decode()",
+    Stored.STATUS: "{v}",
+    Stored.REPORT: "{v}",
+}
+_NAMESPACE: Final = {
+    "_loads": orjson.loads,
+    "_dumps": orjson.dumps,
+    "_STATUS": _STATUS,
+    "_REPORT": _REPORT,
+}
+# A row holding _COLUMNS (and maybe more) as a Job, by column name.
+_job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=True, name="_job")
+# The decision's fields as _WRITE's parameters $4, $5, ...
+_written: Final = job_fields.written_encoder(_ENCODE, _NAMESPACE, name="_written")
 
 
 def _json(value: Any) -> str:
@@ -216,6 +277,22 @@ class _Tally:
         return orjson.dumps(rows).decode()
 
 
+def _insert_args(new: NewJob) -> tuple[object, ...]:
+    """``_INSERT``'s parameters, $1 to $10."""
+    return (
+        new.kind,
+        _json(new.payload),
+        new.max_attempts,
+        new.run_after,
+        new.idempotency_key,
+        new.request_hash,
+        new.priority,
+        new.queue,
+        _json(new.headers) if new.headers is not None else None,
+        new.timeout_seconds,
+    )
+
+
 async def _count(conn: asyncpg.Connection, tally: _Tally) -> None:
     if tally:
         await conn.execute(_COUNT, tally.json())
@@ -235,26 +312,44 @@ async def _write(
         before.id,
         before.lease_token,
         before.status,
-        after.status,
-        after.attempts,
-        after.run_after,
-        after.lease_owner,
-        after.lease_expires_at,
-        after.lease_seconds,
-        after.finished_at,
-        _json(after.result) if after.result is not None else None,
-        after.last_error,
-        after.report,
+        *_written(before, after),
         outcome.changed,
         outcome.attempt,
         now,
         None if completed else after.last_error,
         tally.json() if tally else "[]",
-        after.cancel_requested,
-        after.releases,
     )
     if written != outcome.changed:  # the row is locked: refuse rather than half-apply
         raise Unavailable(f"job {before.id} changed under a guarded write")
+
+
+async def _write_many(
+    conn: asyncpg.Connection, writes: Sequence[tuple[Job, Outcome]], now: datetime, tally: _Tally
+) -> None:
+    """``_write`` for decisions on distinct jobs, in one statement (``_WRITE_MANY``)."""
+    changed = [(before, outcome.job) for before, outcome in writes if outcome.changed]
+    closing = [(before, outcome) for before, outcome in writes if outcome.attempt is not None]
+    rows = [_written(before, after) for before, after in changed]
+    # The rows' fields as columns, one array parameter each.
+    fields = [list(c) for c in zip(*rows, strict=True)] or [[] for _ in job_fields.WRITTEN]
+    written = await conn.fetchval(
+        _WRITE_MANY,
+        [before.id for before, _ in changed],
+        [before.lease_token for before, _ in changed],
+        [before.status for before, _ in changed],
+        *fields,
+        now,
+        [before.id for before, _ in closing],
+        [before.lease_token for before, _ in closing],
+        [outcome.attempt for _, outcome in closing],
+        [
+            None if outcome.attempt is AttemptOutcome.COMPLETED else outcome.job.last_error
+            for _, outcome in closing
+        ],
+        tally.json() if tally else "[]",
+    )
+    if written != len(changed):  # the rows are locked: refuse rather than half-apply
+        raise Unavailable("a job changed under a guarded write")
 
 
 def _tally_outcome(tally: _Tally, before: Job, outcome: Outcome) -> None:
@@ -405,6 +500,8 @@ class PostgresStore:
             return now
 
     async def job_insert_many(self, jobs: Sequence[NewJob]) -> list[Inserted]:
+        if len(jobs) == 1:
+            return [await self._insert_one(jobs[0])]
         async with self._transaction() as conn:
             inserted = [await self._insert(conn, new) for new in jobs]
             tally = _Tally()
@@ -417,39 +514,37 @@ class PostgresStore:
                 await conn.execute(_NOTIFY)
             return inserted
 
+    async def _insert_one(self, new: NewJob) -> Inserted:
+        """A lone job: one statement (``_INSERT_ONE``) unless its key was used before."""
+        tally = _Tally()
+        tally.add("enqueued", new.kind)
+        tally.add(f"jobs:{JobStatus.QUEUED}", new.kind, queue=new.queue)
+        async with self._connection() as conn:
+            row = await conn.fetchrow(_INSERT_ONE, *_insert_args(new), tally.json())
+            if row is not None:
+                return Inserted(_job(row), created=True)
+            return await self._existing(conn, new, compare=True)
+
     @staticmethod
     async def _insert(conn: asyncpg.Connection, new: NewJob, *, compare: bool = True) -> Inserted:
         """``compare=False``: a used key is taken as this job, whatever its request."""
         # ON CONFLICT waits for a concurrent insert of the same key to commit or roll back,
         # so two coordinators given the same key never both create a job.
-        row = await conn.fetchrow(
-            "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-            " idempotency_key, request_hash, priority, queue, headers, timeout_seconds)"
-            " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9, $10)"
-            f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}",
-            new.kind,
-            _json(new.payload),
-            new.max_attempts,
-            new.run_after,
-            new.idempotency_key,
-            new.request_hash,
-            new.priority,
-            new.queue,
-            _json(new.headers) if new.headers is not None else None,
-            new.timeout_seconds,
-        )
+        row = await conn.fetchrow(_INSERT, *_insert_args(new))
         if row is not None:
             return Inserted(_job(row), created=True)
+        return await PostgresStore._existing(conn, new, compare=compare)
+
+    @staticmethod
+    async def _existing(conn: asyncpg.Connection, new: NewJob, *, compare: bool) -> Inserted:
+        """The job stored under ``new``'s key, which an insert found used."""
         existing = _job(
             await conn.fetchrow(
                 f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key = $1", new.idempotency_key
             )
         )
-        if compare and not new.matches(existing.request_hash):
-            # The key itself is not quoted: it is client input (DESIGN.md §10).
-            raise IdempotencyConflict(
-                f"the idempotency key was used for job {existing.id} with a different request"
-            )
+        if compare:
+            new.check_reuse(existing.request_hash, f"job {existing.id}")
         return Inserted(existing, created=False)
 
     async def job_insert_and_lease(
@@ -597,8 +692,11 @@ class PostgresStore:
                     current[job_id] = outcome.job
                     _tally_outcome(tally, before, outcome)
                 outcomes.append(outcome)
-            for i, (before, outcome) in enumerate(writes, start=1):
-                await _write(conn, before, outcome, now, tally if i == len(writes) else None)
+            if len(writes) > 1 and len({before.id for before, _ in writes}) == len(writes):
+                await _write_many(conn, writes, now, tally)
+            else:  # one write, or a job decided twice: each write sees the one before
+                for i, (before, outcome) in enumerate(writes, start=1):
+                    await _write(conn, before, outcome, now, tally if i == len(writes) else None)
             if not writes:
                 await _count(conn, tally)
             if any(o and o.changed and o.job.status is JobStatus.QUEUED for o in outcomes):

@@ -28,13 +28,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Final
 
-COLUMNS: Final = (
-    "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
-    " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
-    " headers,"
-    " timeout_seconds"
-)
+from leasehold import job_fields
+
+COLUMNS: Final = job_fields.columns()
 SHARD: Final = "pg_backend_pid() % 16"
 SECOND: Final = "floor(extract(epoch FROM now()))::bigint"
 _ORDER: Final = "ORDER BY priority DESC, run_after, id"

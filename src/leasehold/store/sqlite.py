@@ -30,8 +30,10 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
+from leasehold import job_fields
 from leasehold.clock import Clock, SystemClock
-from leasehold.errors import IdempotencyConflict, LeaseholdError, Unavailable
+from leasehold.errors import LeaseholdError, Unavailable
+from leasehold.job_fields import Stored
 from leasehold.model import (
     Attempt,
     AttemptOutcome,
@@ -73,26 +75,18 @@ T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
 
 SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
-_COLUMNS: Final = (
-    "id, kind, payload, status, attempts, max_attempts, run_after, created_at, lease_token,"
-    " lease_owner, lease_expires_at, lease_seconds, leased_at, finished_at, idempotency_key,"
-    " request_hash, result, last_error, report, priority, queue, cancel_requested, releases,"
-    " headers,"
-    " timeout_seconds"
-)
+_COLUMNS: Final = job_fields.columns()
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
 _READ_CHUNK: Final = 500  # ids per "IN (...)" read, well under SQLite's variable limit
 _INSERT_CHUNK: Final = 500  # rows per multi-row INSERT (10 variables each)
 # The write of a decision, guarded by the token and status it was decided on.
 _GUARDED_WRITE: Final = (
-    "UPDATE jobs SET status = ?, attempts = ?, run_after = ?, lease_owner = ?,"
-    " lease_expires_at = ?, lease_seconds = ?, finished_at = ?, result = ?,"
-    " last_error = ?, report = ?, cancel_requested = ?, releases = ?"
+    f"UPDATE jobs SET {job_fields.set_list(lambda _: '?')}"
     " WHERE id = ? AND lease_token = ? AND status = ?"
 )
 _STOP: Final = object()
 # A job list's columns without payload and result (JSON null and SQL NULL in their place).
-_SUMMARY_COLUMNS: Final = _COLUMNS.replace(" payload,", " 'null',").replace(" result,", " NULL,")
+_SUMMARY_COLUMNS: Final = job_fields.columns(lambda f: "NULL" if f.nullable else "'null'")
 # The index that serves a job list, by (status given, kind given).
 _LIST_INDEXES: Final = {
     (False, False): "",
@@ -113,56 +107,45 @@ def _dt(value: float | None) -> datetime | None:
 # Stored text to enum member by a dict: an Enum call costs a microsecond, twice per row.
 _STATUS: Final = {s.value: s for s in JobStatus}
 _REPORT: Final = {r.value: r for r in Report}
-
-
-def _job(row: tuple[Any, ...]) -> Job:
-    return Job(
-        id=row[0],
-        kind=row[1],
-        payload=orjson.loads(row[2]),
-        status=_STATUS[row[3]],
-        attempts=row[4],
-        max_attempts=row[5],
-        run_after=datetime.fromtimestamp(row[6], UTC),
-        created_at=datetime.fromtimestamp(row[7], UTC),
-        lease_token=row[8],
-        lease_owner=row[9],
-        lease_expires_at=_dt(row[10]),
-        lease_seconds=row[11],
-        leased_at=_dt(row[12]),
-        finished_at=_dt(row[13]),
-        idempotency_key=row[14],
-        request_hash=row[15],
-        result=orjson.loads(row[16]) if row[16] is not None else None,
-        last_error=row[17],
-        report=_REPORT[row[18]] if row[18] is not None else None,
-        priority=row[19],
-        queue=row[20],
-        cancel_requested=bool(row[21]),
-        releases=row[22],
-        headers=orjson.loads(row[23]) if row[23] is not None else None,
-        timeout_seconds=row[24],
-    )
-
-
-def _write_params(before: Job, after: Job) -> tuple[Any, ...]:
-    return (
-        after.status,
-        after.attempts,
-        after.run_after.timestamp(),
-        after.lease_owner,
-        _ts(after.lease_expires_at),
-        after.lease_seconds,
-        _ts(after.finished_at),
-        orjson.dumps(after.result).decode() if after.result is not None else None,
-        after.last_error,
-        after.report,
-        after.cancel_requested,
-        after.releases,
-        before.id,
-        before.lease_token,
-        before.status,
-    )
+# How each kind of field is kept here (job_fields.Stored): read from a row, written back.
+_DECODE: Final = {
+    Stored.INT: "{v}",
+    Stored.FLOAT: "{v}",
+    Stored.TEXT: "{v}",
+    Stored.FLAG: "bool({v})",
+    Stored.TIME: "_fromtimestamp({v}, _UTC)",
+    Stored.JSON: "_loads({v})",
+    Stored.STATUS: "_STATUS[{v}]",
+    Stored.REPORT: "_REPORT[{v}]",
+}
+_ENCODE: Final = {
+    Stored.INT: "{v}",
+    Stored.FLOAT: "{v}",
+    Stored.TEXT: "{v}",
+    Stored.FLAG: "{v}",  # sqlite3 stores a bool as 0 or 1
+    Stored.TIME: "{v}.timestamp()",
+    Stored.JSON: "_dumps({v}).decode()",
+    Stored.STATUS: "{v}",
+    Stored.REPORT: "{v}",
+}
+_NAMESPACE: Final = {
+    "_fromtimestamp": datetime.fromtimestamp,
+    "_UTC": UTC,
+    "_loads": orjson.loads,
+    "_dumps": orjson.dumps,
+    "_STATUS": _STATUS,
+    "_REPORT": _REPORT,
+}
+_PAYLOAD, _RESULT = job_fields.POSITION["payload"], job_fields.POSITION["result"]
+# A row of _COLUMNS (or _SUMMARY_COLUMNS) as a Job, by position.
+_job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=False, name="_job")
+# The parameters of _GUARDED_WRITE: the decision's fields, then the guard's.
+_write_params: Final = job_fields.written_encoder(
+    _ENCODE,
+    _NAMESPACE,
+    then=("before.id", "before.lease_token", "before.status"),
+    name="_write_params",
+)
 
 
 def _statements(script: str) -> list[str]:
@@ -339,18 +322,25 @@ class SqliteStore:
         conn: sqlite3.Connection, batch: list[tuple[Op, asyncio.Future[Any]]]
     ) -> list[tuple[asyncio.Future[Any], Any, BaseException | None]]:
         answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        # A lone operation needs no savepoint: its failure rolls back the whole
+        # transaction, which holds nothing else (two statements fewer per lone request).
+        alone = len(batch) == 1
         try:
             conn.execute("BEGIN IMMEDIATE")
             for op, future in batch:
-                conn.execute("SAVEPOINT op")
+                if not alone:
+                    conn.execute("SAVEPOINT op")
                 try:
                     answers.append((future, op(conn), None))
-                    conn.execute("RELEASE op")
+                    if not alone:
+                        conn.execute("RELEASE op")
                 except Exception as exc:
-                    conn.execute("ROLLBACK TO op")
-                    conn.execute("RELEASE op")
+                    conn.execute("ROLLBACK" if alone else "ROLLBACK TO op")
+                    if not alone:
+                        conn.execute("RELEASE op")
                     answers.append((future, None, exc))
-            conn.execute("COMMIT")
+            if conn.in_transaction:
+                conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -435,11 +425,9 @@ class SqliteStore:
                 fresh.append(new)
                 continue
             seen = known[key] if key in known else fresh[pending[key]]
-            if compare and not new.matches(seen.request_hash):
-                # The key itself is not quoted: it is client input (DESIGN.md §10).
-                used_by = f"job {seen.id}" if isinstance(seen, Job) else "another job"
-                raise IdempotencyConflict(
-                    f"the idempotency key was used for {used_by} with a different request"
+            if compare:
+                new.check_reuse(
+                    seen.request_hash, f"job {seen.id}" if isinstance(seen, Job) else "another job"
                 )
             answers.append(seen if isinstance(seen, Job) else pending[key])
         created = self._insert_rows(conn, fresh, now)
@@ -464,8 +452,9 @@ class SqliteStore:
             chunk = keys[start : start + _READ_CHUNK]
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key IN ({marks})"
-            for row in conn.execute(sql, chunk):
-                found[row[14]] = _job(row)  # idempotency_key
+            for job in map(_job, conn.execute(sql, chunk)):
+                assert job.idempotency_key is not None  # the query asked for it
+                found[job.idempotency_key] = job
         return found
 
     @staticmethod
@@ -691,7 +680,7 @@ class SqliteStore:
             spent = 0
             # Row by row, so a page over its budget is never read whole into memory.
             for row in conn.execute(sql, [*params, query.limit]):
-                spent += len(row[2]) + len(row[16] or "")
+                spent += len(row[_PAYLOAD]) + len(row[_RESULT] or "")
                 if query.max_bytes is not None and spent > query.max_bytes and page:
                     page.cut = True
                     break

@@ -7,24 +7,17 @@ import asyncio
 import os
 import socket
 from datetime import UTC, datetime
-from importlib import metadata
 from typing import Any
 
 import structlog
 
 from leasehold.client import Client
 from leasehold.errors import LeaseholdError
+from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold.worker")
 
 BEAT_SECONDS = 5.0  # the coordinator counts a worker live for 3 beats (core/workers.py)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("leasehold")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def beat_body(
@@ -39,7 +32,7 @@ def beat_body(
         "worker_id": worker_id,
         "host": socket.gethostname()[:200] or "unknown",
         "pid": os.getpid(),
-        "version": _version(),
+        "version": __version__,
         "kinds": list(kinds),
         "queues": list(queues) if queues is not None else None,
         "concurrency": concurrency,
