@@ -11,6 +11,11 @@ TEST_PROCESSES ?= 4
 # Each module's tests go to one process: a module-scoped coordinator (or other fixture)
 # then starts once, not once in every process that got some of its tests.
 DIST := --dist loadscope
+# The tests run with bytecode caches on even where the environment turns them off
+# (PYTHONDONTWRITEBYTECODE, common in containers): otherwise each test process rewrites
+# every test module's asserts again (about 3 s of CPU each) and each of the few hundred
+# coordinator, worker and CLI processes the tests start compiles leasehold again.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
@@ -47,13 +52,13 @@ run: $(STAMP)
 test: lint typecheck imports
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-browser.sh
-	$(BIN)/pytest -n $(TEST_PROCESSES) $(DIST) --cov --cov-report=term:skip-covered
+	$(PYTEST) -n $(TEST_PROCESSES) $(DIST) --cov --cov-report=term:skip-covered
 
 ## The fast lane, under a minute: lint, types, the import graph, and every test that starts
 ## no process (unit, contract, the app served in the test process), on SQLite, with fewer
 ## state-machine examples; `make test` runs them all on both backends
 check: lint typecheck imports
-	LEASEHOLD_STATEFUL_EXAMPLES=30 $(BIN)/pytest -n $(TEST_PROCESSES) $(DIST) -m fast -k "not postgres" -q
+	LEASEHOLD_STATEFUL_EXAMPLES=30 $(PYTEST) -n $(TEST_PROCESSES) $(DIST) -m fast -k "not postgres" -q
 
 ## ruff's lint rules and its formatting
 lint: $(TEST_STAMP)
@@ -70,7 +75,7 @@ imports: $(TEST_STAMP)
 
 ## The rules alone, no I/O
 unit: $(TEST_STAMP)
-	$(BIN)/pytest tests/unit -q
+	$(PYTEST) tests/unit -q
 
 ## A short end-to-end throughput run (2,000 no-op jobs, 2 workers); README "Performance"
 ## lists the full benchmarks
