@@ -9,8 +9,9 @@ EXTRAS ?=
 # worker or a clock rather than compute, so twice the cores keeps both busy.
 TEST_PROCESSES ?= 4
 # Each module's tests go to one process: a module-scoped coordinator (or other fixture)
-# then starts once, not once in every process that got some of its tests.
-DIST := --dist loadscope
+# then starts once, not once in every process that got some of its tests. The modules
+# start in the order tests/conftest.py gives them (the longest first), not by size.
+DIST := --dist loadscope --no-loadscope-reorder
 # The tests run with bytecode caches on even where the environment turns them off
 # (PYTHONDONTWRITEBYTECODE, common in containers): otherwise each test process rewrites
 # every test module's asserts again (about 3 s of CPU each) and each of the few hundred

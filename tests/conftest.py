@@ -61,6 +61,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.fast)
     # The longest tests first (`slow(seconds)`, ten by default): run in parallel (`make
     # test`), they then overlap the many short ones instead of finishing alone at the end.
+    # `make test` keeps each module in one process (--dist loadscope) and its modules in
+    # this order (--no-loadscope-reorder; by default xdist would start the modules with the
+    # most tests first, and a one-test module of a minute, such as the chaos run, last).
     items.sort(key=lambda item: -_expected_seconds(item))
 
 

@@ -12,7 +12,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.process import free_port, wait_until
+
+pytestmark = pytest.mark.slow(8)  # started early: see tests/conftest.py
 
 WORKERS = 2
 

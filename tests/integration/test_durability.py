@@ -19,6 +19,8 @@ import pytest
 from tests.http import Api, eventually
 from tests.process import Coordinator, wait_until
 
+pytestmark = pytest.mark.slow(10)  # started early: see tests/conftest.py
+
 CLIENTS = 48
 ACKS_BEFORE_KILL = 300
 

@@ -17,6 +17,8 @@ import uvicorn
 from tests.process import Coordinator, free_port, sqlite_coordinator, wait_until
 from tests.workers import COORDINATOR_ARGS
 
+pytestmark = pytest.mark.slow(12)  # started early: see tests/conftest.py
+
 REPO = Path(__file__).resolve().parents[2]
 WITHIN = 30.0
 

@@ -18,7 +18,7 @@ from leasehold.store.postgres import PostgresStore
 from tests.http import Answer, Api
 from tests.process import Coordinator, free_port
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow(15)]
 
 N_JOBS = 600
 N_CLIENTS = 64

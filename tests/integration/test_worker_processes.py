@@ -21,6 +21,8 @@ from leasehold.model import AttemptOutcome, Job, JobStatus
 from tests.process import Coordinator
 from tests.workers import COORDINATOR_ARGS, Ledger, WorkerProcess, poll
 
+pytestmark = pytest.mark.slow(4)  # 13 tests, about 45 s in all: started early
+
 StartWorker = Callable[..., WorkerProcess]
 
 
