@@ -25,7 +25,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.requests import Enqueue
+from leasehold.core.service import JobService
 from leasehold.logs import configure_logging
 from leasehold.store.sqlite import SqliteStore
 

@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from leasehold.core.service import Complete, Enqueue, JobService
+from leasehold.core.requests import Complete, Enqueue
+from leasehold.core.service import JobService
 from leasehold.logs import configure_logging
 from leasehold.store.open import open_store
 

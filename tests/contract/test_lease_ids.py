@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from leasehold.core.service import Enqueue
+from leasehold.core.requests import Enqueue
 from leasehold.core.transitions import decide_complete
 from leasehold.errors import IdempotencyConflict
 from leasehold.store.base import LeaseRequest, NewJob, Store

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.requests import Enqueue
+from leasehold.core.service import JobService
 from leasehold.core.stats import OTHER, TOP_NAMES
 from leasehold.errors import TooManyNames
 from leasehold.store.base import Store

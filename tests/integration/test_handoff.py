@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.requests import Enqueue
+from leasehold.core.service import JobService
 from leasehold.errors import IdempotencyConflict
 from leasehold.store.sqlite import SqliteStore
 from tests.http import eventually

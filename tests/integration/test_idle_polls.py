@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from leasehold.core.clock import FakeClock
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.requests import Enqueue
+from leasehold.core.service import JobService
 from leasehold.store.base import LeaseRequest, Store
 from leasehold.store.open import open_store
 

@@ -11,7 +11,8 @@ import asyncpg
 import pytest
 
 from leasehold.core.backoff import BackoffPolicy
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.requests import Enqueue
+from leasehold.core.service import JobService
 from leasehold.core.wakeup import Waiter
 from leasehold.errors import InvalidRequest, Unavailable
 from leasehold.model import AttemptOutcome, Job, JobStatus

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from leasehold.core.clock import FakeClock
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.requests import Enqueue
+from leasehold.core.service import JobService
 from leasehold.core.transitions import decide_expire
 from leasehold.model import AttemptOutcome, JobStatus
 from leasehold.store.base import Decide

@@ -41,7 +41,8 @@ from hypothesis.stateful import (
 
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.clock import FakeClock
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.requests import Enqueue
+from leasehold.core.service import JobService
 from leasehold.core.transitions import FREE_RELEASES
 from leasehold.errors import (
     InvalidTransition,

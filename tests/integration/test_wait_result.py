@@ -11,7 +11,8 @@ import aiohttp
 import pytest
 
 from leasehold import Client, JobCancelled, JobFailed, ResultTimeout, SyncClient
-from leasehold.core.service import Enqueue, JobService
+from leasehold.core.requests import Enqueue
+from leasehold.core.service import JobService
 from leasehold.model import JobStatus
 from leasehold.store.sqlite import SqliteStore
 from tests.http import eventually

@@ -92,11 +92,7 @@ def enqueue(
             priority=priority,
             queue=queue,
         )
-    if as_json:
-        print_json(job_json(job))
-    else:
-        console = Console()
-        console.print(render.job_detail(job, None, console.width))
+    render.show_job(job, as_json)
 
 
 def jobs(
@@ -202,12 +198,7 @@ def requeue(
 def _requeue_one(job_id: int, url: str, token: str | None, as_json: bool) -> None:
     with connected(url, token) as client:
         revived = client.requeue(job_id)
-    if as_json:
-        print_json(job_json(revived))
-        return
-    console = Console()
-    console.print(f"requeued job {job_id}: queued again, attempts reset")
-    console.print(render.job_detail(revived, None, console.width))
+    render.show_job(revived, as_json, f"requeued job {job_id}: queued again, attempts reset")
 
 
 def _requeue_dead(

@@ -12,7 +12,7 @@ from rich.text import Text
 from leasehold.admin import parse, render
 from leasehold.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
 from leasehold.admin.table import Cell, Column, fitted
-from leasehold.admin.wire import job_json, print_json
+from leasehold.admin.wire import print_json
 from leasehold.client import DEFAULT_URL
 
 MAX_DELETE_LIMIT = 100_000
@@ -31,13 +31,8 @@ def cancel(
     renewal and ends cancelled when its worker reports."""
     with connected(url, token, token_file) as client:
         job = client.cancel(job_id)
-    if as_json:
-        print_json(job_json(job))
-        return
-    console = Console()
     state = "cancelled" if job.status == "cancelled" else "cancel requested (it is running)"
-    console.print(f"job {job_id}: {state}")
-    console.print(render.job_detail(job, None, console.width))
+    render.show_job(job, as_json, f"job {job_id}: {state}")
 
 
 def delete(
@@ -110,12 +105,7 @@ def run_now(
     enqueued for later) due at once."""
     with connected(url, token, token_file) as client:
         job = client.run_now(job_id)
-    if as_json:
-        print_json(job_json(job))
-        return
-    console = Console()
-    console.print(f"job {job_id} is due now")
-    console.print(render.job_detail(job, None, console.width))
+    render.show_job(job, as_json, f"job {job_id} is due now")
 
 
 def queues(

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from leasehold.admin.table import Cell, Column, fitted
+from leasehold.admin.wire import job_json, print_json
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job
 
 STATUS_STYLES = {
@@ -230,3 +231,15 @@ def _figures(stats: dict[str, Any], width: int) -> RenderableType:
     ]
     cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
     return fitted(columns, cells, width)
+
+
+def show_job(job: Job, as_json: bool, headline: str | None = None) -> None:
+    """A command's answer that is one job: its JSON with ``--json``; else ``headline``, if
+    any, over the job's detail view."""
+    if as_json:
+        print_json(job_json(job))
+        return
+    console = Console()
+    if headline is not None:
+        console.print(headline)
+    console.print(job_detail(job, None, console.width))

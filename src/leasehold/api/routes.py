@@ -55,7 +55,8 @@ from leasehold.api.wire import (
     reply_json,
     summary_wire,
 )
-from leasehold.core.service import Complete, Enqueue, Fail, JobService, Renew
+from leasehold.core.requests import Complete, Enqueue, Fail, Renew
+from leasehold.core.service import JobService
 from leasehold.errors import (
     IdempotencyConflict,
     InvalidRequest,

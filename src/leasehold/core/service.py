@@ -7,32 +7,23 @@ import contextlib
 import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 
 import structlog
 
-from leasehold.core import answer
+from leasehold.core import answer, decisions
 from leasehold.core.backoff import BackoffPolicy
 from leasehold.core.budget import MAX_ANSWER_BYTES, OverBudget, budget_seal
 from leasehold.core.duetimer import DueTimer
 from leasehold.core.figures import FiguresCache
 from leasehold.core.finish import RECHECK_SECONDS as FINISH_RECHECK_SECONDS
 from leasehold.core.finish import Finishes, is_finished, wait_finished
+from leasehold.core.job_log import log_fields, log_outcome
 from leasehold.core.names import MAX_KINDS, MAX_QUEUES, NameCaps
+from leasehold.core.requests import Complete, Enqueue, Fail, Renew
 from leasehold.core.stats import WINDOWS, Stats, summarize
 from leasehold.core.transitions import (
     Outcome,
-    decide_cancel,
-    decide_complete,
-    decide_expire,
-    decide_fail,
-    decide_release,
-    decide_renew,
-    decide_requeue,
-    decide_run_now,
-    normalized_fingerprints,
 )
 from leasehold.core.wakeup import Waiter, Wakeup
 from leasehold.core.workers import LIVE_SECONDS
@@ -45,9 +36,6 @@ from leasehold.errors import (
 )
 from leasehold.metrics import Metrics
 from leasehold.model import (
-    DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_PRIORITY,
-    DEFAULT_QUEUE,
     JSON,
     Attempt,
     Job,
@@ -70,69 +58,6 @@ log = structlog.get_logger("leasehold")
 
 # Long polls waiting at once, at most; beyond, a poll answers after one look (DESIGN.md §9).
 DEFAULT_MAX_WAITING_POLLS = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class Enqueue:
-    """One enqueue request, as given (None means "not given")."""
-
-    kind: str
-    payload: JSON = None
-    max_attempts: int | None = None
-    run_after: datetime | None = None
-    idempotency_key: str | None = None
-    priority: int | None = None
-    queue: str | None = None
-    headers: dict[str, str] | None = None  # not in the fingerprint: see DESIGN.md §21
-    timeout_seconds: float | None = None
-
-    def new_job(self) -> NewJob:
-        canonical, earlier = normalized_fingerprints(
-            self.kind,
-            self.payload,
-            self.max_attempts,
-            self.run_after,
-            self.priority,
-            self.queue,
-            default_max_attempts=DEFAULT_MAX_ATTEMPTS,
-            timeout_seconds=self.timeout_seconds,
-        )
-        return NewJob(
-            kind=self.kind,
-            payload=self.payload,
-            max_attempts=self.max_attempts or DEFAULT_MAX_ATTEMPTS,
-            run_after=self.run_after,
-            idempotency_key=self.idempotency_key,
-            request_hash=canonical,
-            priority=self.priority or DEFAULT_PRIORITY,
-            queue=self.queue or DEFAULT_QUEUE,
-            headers=self.headers,
-            timeout_seconds=self.timeout_seconds,
-            also_matches=earlier,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Renew:
-    job_id: int
-    token: int
-    lease_seconds: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Complete:
-    job_id: int
-    token: int
-    result: JSON = None
-
-
-@dataclass(frozen=True, slots=True)
-class Fail:
-    job_id: int
-    token: int
-    error: str
-    retryable: bool = True
-    retry_after_seconds: float | None = None
 
 
 class JobService:
@@ -244,7 +169,7 @@ class JobService:
         for job in created:
             # Debug, as job.leased: per job per step, they would double a busy coordinator's
             # logging; the attempt history keeps who leased what and when.
-            log.debug("job.enqueued", **_fields(job))
+            log.debug("job.enqueued", **log_fields(job))
         self.metrics.enqueued(created)
         self._figures.changed()
         return inserted
@@ -319,7 +244,7 @@ class JobService:
                 if waiter is not None:
                     self.wakeup.forget(waiter)
         for job in jobs:
-            log.debug("job.leased", **_fields(job))
+            log.debug("job.leased", **log_fields(job))
         self.metrics.leased(jobs)
         if jobs:
             self._figures.changed()
@@ -353,21 +278,21 @@ class JobService:
         return _raise_or_job(await self.fail_many([item]))
 
     async def release(self, job_id: int, token: int) -> Job:
-        (answer,) = await self._decide_many([(job_id, token, partial(_release, token))])
+        (answer,) = await self._decide_many([(job_id, token, partial(decisions.release, token))])
         return _raise_or_job([answer])
 
     # Batches: one transaction, each item fenced by its own token and answered on its own.
 
     async def renew_many(self, items: Sequence[Renew]) -> list[Job | LeaseholdError]:
         return await self._decide_many(
-            [(i.job_id, i.token, partial(_renew, i.token, i.lease_seconds)) for i in items]
+            [(i.job_id, i.token, partial(decisions.renew, i.token, i.lease_seconds)) for i in items]
         )
 
     async def complete_many(self, items: Sequence[Complete]) -> list[Job | LeaseholdError]:
         """A result over the cap is refused on its own, like any other item's error."""
         refused = {n: e for n, i in enumerate(items) if (e := self.oversize("result", i.result))}
         accepted = [
-            (i.job_id, i.token, partial(_complete, i.token, i.result))
+            (i.job_id, i.token, partial(decisions.complete, i.token, i.result))
             for n, i in enumerate(items)
             if n not in refused
         ]
@@ -381,7 +306,7 @@ class JobService:
                     i.job_id,
                     i.token,
                     partial(
-                        _fail,
+                        decisions.fail,
                         i.token,
                         i.error,
                         i.retryable,
@@ -445,15 +370,15 @@ class JobService:
     # -- operators ----------------------------------------------------------------------
 
     async def requeue(self, job_id: int) -> Job:
-        return await self._decide(job_id, None, _requeue)
+        return await self._decide(job_id, None, decisions.requeue)
 
     async def run_now(self, job_id: int) -> Job:
         """Make a queued job that waits for its run_after due at once."""
-        return await self._decide(job_id, None, _run_now)
+        return await self._decide(job_id, None, decisions.run_now)
 
     async def cancel(self, job_id: int) -> Job:
         """Cancel a job: at once unless it is running (then at its holder's next report)."""
-        return await self._decide(job_id, None, _cancel)
+        return await self._decide(job_id, None, decisions.cancel)
 
     async def limit_put(self, kind: str, max_running: int) -> KindLimit:
         limit = await self.store.limit_put(kind, max_running)
@@ -473,7 +398,7 @@ class JobService:
     async def requeue_dead(self, query: DeadFilter) -> int:
         """Requeue the dead jobs matching the filter; how many moved."""
         ids = await self.store.jobs_dead(query)
-        outcomes = await self.store.jobs_decide([(job_id, _requeue) for job_id in ids])
+        outcomes = await self.store.jobs_decide([(job_id, decisions.requeue) for job_id in ids])
         moved = 0
         for outcome in outcomes:
             if outcome is not None and outcome.changed:
@@ -492,11 +417,11 @@ class JobService:
         if not expired:
             return 0
         outcomes = await self.store.jobs_decide(
-            [(e.job_id, partial(_expire, e.token)) for e in expired]
+            [(e.job_id, partial(decisions.expire, e.token)) for e in expired]
         )
         reaped = [o for o in outcomes if o is not None and o.changed]
         for outcome in reaped:
-            _log_outcome(outcome, outcome.job.lease_token)
+            log_outcome(outcome, outcome.job.lease_token)
             self.metrics.decided(outcome)
             if is_finished(outcome.job):
                 self.finishes.fire(outcome.job.id)
@@ -515,7 +440,7 @@ class JobService:
     ) -> list[Job | LeaseholdError]:
         # Every caller answers with the jobs: their answers are built inside the transaction.
         outcomes = await self.store.jobs_decide(
-            [(job_id, partial(_sealed, decide)) for job_id, _, decide in items]
+            [(job_id, partial(decisions.sealed, decide)) for job_id, _, decide in items]
         )
         answers: list[Job | LeaseholdError] = []
         available = 0
@@ -523,7 +448,7 @@ class JobService:
             if outcome is None:
                 answers.append(JobNotFound(f"no job has id {job_id}"))
                 continue
-            _log_outcome(outcome, token)
+            log_outcome(outcome, token)
             self.metrics.decided(outcome)
             answers.append(outcome.error or outcome.job)
             if outcome.changed and is_finished(outcome.job):
@@ -549,95 +474,3 @@ def _raise_or_job(answers: list[Job | LeaseholdError]) -> Job:
     if isinstance(answer, LeaseholdError):
         raise answer
     return answer
-
-
-def _sealed(decide: Decide, job: Job, now: datetime) -> Outcome:
-    return answer.sealed(decide(job, now))
-
-
-# The store calls decide(job, now); these put the request's arguments in front.
-def _renew(token: int, lease_seconds: float | None, job: Job, now: datetime) -> Outcome:
-    return decide_renew(job, token, lease_seconds, now)
-
-
-def _complete(token: int, result: JSON, job: Job, now: datetime) -> Outcome:
-    return decide_complete(job, token, result, now)
-
-
-def _fail(
-    token: int,
-    error: str,
-    retryable: bool,
-    policy: BackoffPolicy,
-    rng: random.Random,
-    retry_after_seconds: float | None,
-    job: Job,
-    now: datetime,
-) -> Outcome:
-    return decide_fail(
-        job,
-        token,
-        error,
-        now,
-        retryable=retryable,
-        policy=policy,
-        rng=rng,
-        retry_after_seconds=retry_after_seconds,
-    )
-
-
-def _release(token: int, job: Job, now: datetime) -> Outcome:
-    return decide_release(job, token, now)
-
-
-def _expire(token: int, job: Job, now: datetime) -> Outcome:
-    return decide_expire(job, token, now)
-
-
-def _requeue(job: Job, now: datetime) -> Outcome:
-    return decide_requeue(job, now)
-
-
-def _run_now(job: Job, now: datetime) -> Outcome:
-    return decide_run_now(job, now)
-
-
-def _cancel(job: Job, now: datetime) -> Outcome:
-    return decide_cancel(job, now)
-
-
-def _fields(job: Job, token: int | None = None) -> dict[str, object]:
-    """The fields every log line about a job carries (never its payload)."""
-    return {
-        "job_id": job.id,
-        "kind": job.kind,
-        "queue": job.queue,
-        "attempt": job.attempts,
-        "worker_id": job.lease_owner,
-        "token": token if token is not None else job.lease_token,
-    }
-
-
-_EVENT_NAMES = {
-    "completed": "job.completed",
-    "failed": "job.failed",
-    "dead": "job.dead",
-    "lease_expired": "lease.expired",
-    "renewed": "job.renewed",
-    "released": "job.released",
-    "requeued": "job.requeued",
-    "stale_token": "token.stale",
-    "cancelled": "job.cancelled",
-    "cancel_requested": "job.cancel_requested",
-}
-
-
-def _log_outcome(outcome: Outcome, token: int | None) -> None:
-    fields = _fields(outcome.job, token)
-    if outcome.error is not None:
-        fields["error"] = outcome.error.code
-    for event in outcome.events:
-        level = "warning" if event in ("stale_token", "dead", "lease_expired") else "info"
-        if event == "renewed":
-            level = "debug"
-        getattr(log, level)(_EVENT_NAMES[event], **fields)
