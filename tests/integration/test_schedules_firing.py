@@ -102,7 +102,7 @@ async def test_catch_up_after_every_coordinator_was_down(database_url: str, catc
             api = Api(first.url, session)
             await put_schedule(api, "beat", catch_up=catch_up)
             await eventually(lambda: a_second_later(first, api, "beat", 2), within=30)
-            down_at = first.now()
+        down_at = first.now()  # once it has stopped: its scheduler may fire until then
         # The outage: fire times pass with no coordinator (its scheduler stopped with it).
         await first.advance(5.0, sweep=False)
         async with serve() as second:
