@@ -16,7 +16,7 @@ import uvicorn
 
 from leasehold.api.app import create_app
 from leasehold.conformance import run_vectors
-from leasehold.core import service, transitions
+from leasehold.core import decisions, transitions
 from leasehold.core.transitions import Outcome
 from leasehold.model import JSON, Job
 from leasehold.settings import CoordinatorSettings
@@ -67,7 +67,7 @@ async def test_a_planted_fencing_bug_fails_with_a_clear_line(
     the line says which request was wrongly accepted; the other vectors still pass."""
     clean = {r.name: r for r in await run_vectors(served)}
     assert all(r.passed for r in clean.values()), clean
-    monkeypatch.setattr(service, "decide_complete", _unfenced_complete)
+    monkeypatch.setattr(decisions, "decide_complete", _unfenced_complete)
     results = {r.name: r for r in await run_vectors(served)}
     assert not results["fencing"].passed
     detail = results["fencing"].detail
