@@ -89,7 +89,9 @@ async def test_future_jobs_at_a_higher_priority_are_not_stepped_over(
     await insert_future_jobs(store, database_url)
     await analyze(database_url)
     crowded = await lease_seconds(store)
-    assert crowded < 1.5 * empty + 0.0003, (empty, crowded)
+    # Stepping over them costs milliseconds (4 ms on SQLite); a busy machine's noise on the
+    # quickest of 25 leases, at most a millisecond or so. The margin lies between the two.
+    assert crowded < 2 * empty + 0.002, (empty, crowded)
     # Many levels of future jobs above it: the due job is still found, and first.
     later = await store.now() + timedelta(hours=1)
     levels = [job("later", p, later) for p in range(1, 200)]
