@@ -170,8 +170,9 @@ async def test_a_result_that_is_not_json_fails_the_job_for_good(
 async def test_a_handler_longer_than_its_lease_keeps_it_by_renewing(
     coordinator: Coordinator, client: Client, kind: str
 ) -> None:
-    job = await client.enqueue(kind, {"sleep": 1.5})
-    worker = Worker(fixture_registry, settings(coordinator.url, kind, lease_seconds=0.6))
+    # Twice the lease, renewed every 0.5 s: room for a busy machine's late answers.
+    job = await client.enqueue(kind, {"sleep": 3.0})
+    worker = Worker(fixture_registry, settings(coordinator.url, kind, lease_seconds=1.5))
     async with running(worker):
         done = await finished(client, job.id)
     assert (done.status, done.attempts) == (JobStatus.COMPLETED, 1)
