@@ -110,6 +110,23 @@ class Attempt:
     error: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class EnqueueSpec:
+    """One job to enqueue, as a producer gives it: None leaves a field to the coordinator's
+    default. The client sends it (``client.NewJob``), the service receives it
+    (``core.requests.Enqueue``): one list of the fields for both."""
+
+    kind: str
+    payload: JSON = None
+    max_attempts: int | None = None
+    run_after: datetime | None = None
+    idempotency_key: str | None = None
+    priority: int | None = None
+    queue: str | None = None
+    headers: dict[str, str] | None = None  # handed to the workers; not in the fingerprint
+    timeout_seconds: float | None = None
+
+
 # /stats and /metrics name this many kinds (and queues), the largest by job count; the rest
 # are added up under OTHER, so that thousands of names cannot make them huge.
 TOP_NAMES = 50

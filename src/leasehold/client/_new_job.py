@@ -4,30 +4,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from leasehold.batch_items import MAX_BATCH
 from leasehold.client._parse import drop_none
-from leasehold.model import JSON
+from leasehold.model import EnqueueSpec
 from leasehold.tracing import inject_headers
 
 __all__ = ["MAX_BATCH", "NewJob"]  # MAX_BATCH: the most jobs one POST /jobs/batch takes
 
 
 @dataclass(frozen=True, slots=True)
-class NewJob:
-    """One job to enqueue; None leaves a field to the coordinator's default."""
-
-    kind: str
-    payload: JSON = None
-    max_attempts: int | None = None
-    run_after: datetime | None = None
-    idempotency_key: str | None = None
-    priority: int | None = None
-    queue: str | None = None
-    headers: dict[str, str] | None = None  # handed to the workers; see inject_headers
-    timeout_seconds: float | None = None
+class NewJob(EnqueueSpec):
+    """One job to enqueue; None leaves a field to the coordinator's default. ``headers`` go
+    to the workers, with the trace context added (see ``inject_headers``)."""
 
     def body(self) -> dict[str, Any]:
         """The enqueue request. A job without a key gets a random one, so that a retried

@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from leasehold.core.transitions import normalized_fingerprints
-from leasehold.model import DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE, JSON
+from leasehold.model import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    JSON,
+    EnqueueSpec,
+)
 from leasehold.store.base import NewJob
 
 
 @dataclass(frozen=True, slots=True)
-class Enqueue:
-    """One enqueue request, as given (None means "not given")."""
-
-    kind: str
-    payload: JSON = None
-    max_attempts: int | None = None
-    run_after: datetime | None = None
-    idempotency_key: str | None = None
-    priority: int | None = None
-    queue: str | None = None
-    headers: dict[str, str] | None = None  # not in the fingerprint: see DESIGN.md §21
-    timeout_seconds: float | None = None
+class Enqueue(EnqueueSpec):
+    """One enqueue request, as given (None means "not given"); the headers are not in the
+    fingerprint (DESIGN.md §21)."""
 
     def new_job(self) -> NewJob:
         """The job to store: defaults filled in, and its fingerprints for the key."""

@@ -33,7 +33,6 @@ from leasehold.model import (
     Job,
     JobStatus,
     Outcome,
-    Report,
     Schedule,
     ScheduleSpec,
 )
@@ -132,30 +131,8 @@ _ROLLED: Final = (
     f" {_ROLLUP_CONFLICT}"
 )
 _COUNT: Final = f"WITH counted AS ({_COUNTED.format(events='$1')}) {_ROLLED.format(events='$1')}"
-# One decision's writes in one statement: a round trip costs more than the work. The job's
-# write ($1-$3 the guard, then the decision's fields: job_fields.WRITTEN) is made when the
-# outcome changed it ($C below), guarded by the token and status that were read, and
-# ``written`` counts what the guard let through. The attempt record is closed when $A is
-# given; the batch's counts ride along with its last write. Every row is found by its
-# primary key, so the plan cannot turn into a scan however the tables grow.
-_W: Final = len(job_fields.WRITTEN) + 4  # the first parameter after the job's fields
-_WRITE: Final = (
-    "WITH written AS ("
-    f" UPDATE jobs SET {job_fields.set_list(lambda i: f'${i + 4}')}"
-    f" WHERE ${_W} AND id = $1 AND lease_token = $2 AND status = $3 RETURNING id"
-    "), closed AS ("
-    f" UPDATE attempts SET outcome = ${_W + 1}, finished_at = ${_W + 2}, error = ${_W + 3}"
-    f" WHERE ${_W + 1}::text IS NOT NULL AND job_id = $1 AND token = $2"
-    f"), counted AS ({_COUNTED.format(events=f'${_W + 4}')})"
-    f", rolled AS ({_ROLLED.format(events=f'${_W + 4}')})"
-    " SELECT count(*) FROM written"
-)
 _NOTIFY: Final = f"NOTIFY {CHANNEL}"
-# The same writes for a batch of decisions on distinct jobs, in one statement: a batch of
-# 200 reports was 200 round trips, most of PostgreSQL's time per job. The rows come as
-# arrays ($1-$3 the jobs' guards, then their changed fields as in _WRITE; after them the
-# time and the attempts to close).
-# An array of each kind of field, as _WRITE_MANY's parameters carry them.
+# An array of each kind of field, as _WRITE's parameters carry them.
 _ARRAY_TYPE: Final = {
     Stored.INT: "bigint[]",
     Stored.FLOAT: "float8[]",
@@ -166,7 +143,16 @@ _ARRAY_TYPE: Final = {
     Stored.STATUS: "text[]",
     Stored.REPORT: "text[]",
 }
-_WRITE_MANY: Final = (
+_W: Final = len(job_fields.WRITTEN) + 4  # the first parameter after the jobs' fields
+# A batch of decisions' writes in one statement: a round trip costs more than the work (a
+# batch of 200 reports was 200 round trips when each job had a statement). The rows come as
+# arrays: $1-$3 the guards (id, token, status read), then the fields each decision changed
+# (job_fields.WRITTEN), the time, the attempts to close and the batch's counts. Each job's
+# write is guarded by the token and status that were read, and ``written`` counts what the
+# guards let through. Every row is found by its primary key, so the plan cannot turn into a
+# scan however the tables grow. A row can be written once per statement: a batch that decides
+# one job twice writes in turn (``jobs_decide``).
+_WRITE: Final = (
     "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], "
     + ", ".join(f"${i + 4}::{_ARRAY_TYPE[f.stored]}" for i, f in enumerate(job_fields.WRITTEN))
     + ") AS v(id, token, was, "
@@ -199,45 +185,17 @@ _INSERT_ONE: Final = (
     f", counted AS ({_COUNTED.format(events='(SELECT $11::jsonb FROM new)')})"
     f", rolled AS ({_ROLLED.format(events='(SELECT $11::jsonb FROM new)')})"
     f", notified AS (SELECT pg_notify('{CHANNEL}', '') FROM new)"
+    # A CTE that modifies nothing runs only if read: the always-true test reads it.
     " SELECT new.* FROM new WHERE (SELECT count(*) FROM notified) >= 0"
 )
 
 
-# Stored text to enum member by a dict: an Enum call costs a microsecond, twice per row.
-_STATUS: Final = {s.value: s for s in JobStatus}
-_REPORT: Final = {r.value: r for r in Report}
-# How each kind of field is kept here (job_fields.Stored): asyncpg gives and takes
-# timestamptz as aware datetimes, and jsonb as JSON text.
-_DECODE: Final = {
-    Stored.INT: "{v}",
-    Stored.FLOAT: "{v}",
-    Stored.TEXT: "{v}",
-    Stored.FLAG: "{v}",
-    Stored.TIME: "{v}",
-    Stored.JSON: "_loads({v})",
-    Stored.STATUS: "_STATUS[{v}]",
-    Stored.REPORT: "_REPORT[{v}]",
-}
-_ENCODE: Final = {
-    Stored.INT: "{v}",
-    Stored.FLOAT: "{v}",
-    Stored.TEXT: "{v}",
-    Stored.FLAG: "{v}",
-    Stored.TIME: "{v}",
-    Stored.JSON: "_dumps({v}).decode()",
-    Stored.STATUS: "{v}",
-    Stored.REPORT: "{v}",
-}
-_NAMESPACE: Final = {
-    "_loads": orjson.loads,
-    "_dumps": orjson.dumps,
-    "_STATUS": _STATUS,
-    "_REPORT": _REPORT,
-}
+# asyncpg gives and takes timestamptz as aware datetimes and jsonb as JSON text, so every
+# field converts as job_fields.DECODE and ENCODE say.
 # A row holding _COLUMNS (and maybe more) as a Job, by column name.
-_job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=True, name="_job")
-# The decision's fields as _WRITE's parameters $4, $5, ...
-_written: Final = job_fields.written_encoder(_ENCODE, _NAMESPACE, name="_written")
+_job: Final = job_fields.row_decoder(by_name=True, name="_job")
+# One decision's changed fields, a row of _WRITE's arrays $4, $5, ...
+_written: Final = job_fields.written_encoder(name="_written")
 
 
 def _json(value: Any) -> str:
@@ -263,6 +221,11 @@ class _Tally:
             if before is not None:
                 self.add(f"jobs:{before}", job.kind, -1, queue=job.queue)
             self.add(f"jobs:{after}", job.kind, 1, queue=job.queue)
+
+    def enqueued(self, kind: str, queue: str) -> None:
+        """A job made: its event, and one more queued job of its kind and queue."""
+        self.add("enqueued", kind)
+        self.add(f"jobs:{JobStatus.QUEUED}", kind, queue=queue)
 
     def __bool__(self) -> bool:
         return any(self.n.values())
@@ -299,41 +262,16 @@ async def _count(conn: asyncpg.Connection, tally: _Tally) -> None:
 
 
 async def _write(
-    conn: asyncpg.Connection,
-    before: Job,
-    outcome: Outcome,
-    now: datetime,
-    tally: _Tally | None,
-) -> None:
-    after = outcome.job
-    completed = outcome.attempt is AttemptOutcome.COMPLETED
-    written = await conn.fetchval(
-        _WRITE,
-        before.id,
-        before.lease_token,
-        before.status,
-        *_written(before, after),
-        outcome.changed,
-        outcome.attempt,
-        now,
-        None if completed else after.last_error,
-        tally.json() if tally else "[]",
-    )
-    if written != outcome.changed:  # the row is locked: refuse rather than half-apply
-        raise Unavailable(f"job {before.id} changed under a guarded write")
-
-
-async def _write_many(
     conn: asyncpg.Connection, writes: Sequence[tuple[Job, Outcome]], now: datetime, tally: _Tally
 ) -> None:
-    """``_write`` for decisions on distinct jobs, in one statement (``_WRITE_MANY``)."""
+    """The writes of decisions on distinct jobs, in one statement (``_WRITE``)."""
     changed = [(before, outcome.job) for before, outcome in writes if outcome.changed]
     closing = [(before, outcome) for before, outcome in writes if outcome.attempt is not None]
     rows = [_written(before, after) for before, after in changed]
     # The rows' fields as columns, one array parameter each.
     fields = [list(c) for c in zip(*rows, strict=True)] or [[] for _ in job_fields.WRITTEN]
     written = await conn.fetchval(
-        _WRITE_MANY,
+        _WRITE,
         [before.id for before, _ in changed],
         [before.lease_token for before, _ in changed],
         [before.status for before, _ in changed],
@@ -507,8 +445,7 @@ class PostgresStore:
             tally = _Tally()
             for i in inserted:
                 if i.created:
-                    tally.add("enqueued", i.job.kind)
-                    tally.moved(i.job, None, JobStatus.QUEUED)
+                    tally.enqueued(i.job.kind, i.job.queue)
             await _count(conn, tally)
             if any(i.created for i in inserted):
                 await conn.execute(_NOTIFY)
@@ -517,8 +454,7 @@ class PostgresStore:
     async def _insert_one(self, new: NewJob) -> Inserted:
         """A lone job: one statement (``_INSERT_ONE``) unless its key was used before."""
         tally = _Tally()
-        tally.add("enqueued", new.kind)
-        tally.add(f"jobs:{JobStatus.QUEUED}", new.kind, queue=new.queue)
+        tally.enqueued(new.kind, new.queue)  # counted only if the row is made
         async with self._connection() as conn:
             row = await conn.fetchrow(_INSERT_ONE, *_insert_args(new), tally.json())
             if row is not None:
@@ -692,11 +628,12 @@ class PostgresStore:
                     current[job_id] = outcome.job
                     _tally_outcome(tally, before, outcome)
                 outcomes.append(outcome)
-            if len(writes) > 1 and len({before.id for before, _ in writes}) == len(writes):
-                await _write_many(conn, writes, now, tally)
-            else:  # one write, or a job decided twice: each write sees the one before
-                for i, (before, outcome) in enumerate(writes, start=1):
-                    await _write(conn, before, outcome, now, tally if i == len(writes) else None)
+            if len({before.id for before, _ in writes}) == len(writes):
+                if writes:
+                    await _write(conn, writes, now, tally)
+            else:  # a job decided twice: each write sees the one before, the counts ride last
+                for i, write in enumerate(writes, start=1):
+                    await _write(conn, [write], now, tally if i == len(writes) else _Tally())
             if not writes:
                 await _count(conn, tally)
             if any(o and o.changed and o.job.status is JobStatus.QUEUED for o in outcomes):
@@ -887,8 +824,7 @@ class PostgresStore:
                 await sched.schedule_advance(conn, schedule, firing)
                 for i in inserted:
                     if i.created:
-                        tally.add("enqueued", i.job.kind)
-                        tally.moved(i.job, None, JobStatus.QUEUED)
+                        tally.enqueued(i.job.kind, i.job.queue)
                 fired.append(Fired(schedule.spec.name, firing, inserted))
             await _count(conn, tally)
             if tally:

@@ -40,7 +40,6 @@ from leasehold.model import (
     Job,
     JobStatus,
     Outcome,
-    Report,
     Schedule,
     ScheduleSpec,
 )
@@ -104,38 +103,18 @@ def _dt(value: float | None) -> datetime | None:
     return datetime.fromtimestamp(value, UTC) if value is not None else None
 
 
-# Stored text to enum member by a dict: an Enum call costs a microsecond, twice per row.
-_STATUS: Final = {s.value: s for s in JobStatus}
-_REPORT: Final = {r.value: r for r in Report}
-# How each kind of field is kept here (job_fields.Stored): read from a row, written back.
+# SQLite keeps a flag as 0 or 1 and a time as seconds since the epoch; every other field
+# converts as job_fields.DECODE and ENCODE say.
 _DECODE: Final = {
-    Stored.INT: "{v}",
-    Stored.FLOAT: "{v}",
-    Stored.TEXT: "{v}",
+    **job_fields.DECODE,
     Stored.FLAG: "bool({v})",
     Stored.TIME: "_fromtimestamp({v}, _UTC)",
-    Stored.JSON: "_loads({v})",
-    Stored.STATUS: "_STATUS[{v}]",
-    Stored.REPORT: "_REPORT[{v}]",
 }
 _ENCODE: Final = {
-    Stored.INT: "{v}",
-    Stored.FLOAT: "{v}",
-    Stored.TEXT: "{v}",
-    Stored.FLAG: "{v}",  # sqlite3 stores a bool as 0 or 1
-    Stored.TIME: "{v}.timestamp()",
-    Stored.JSON: "_dumps({v}).decode()",
-    Stored.STATUS: "{v}",
-    Stored.REPORT: "{v}",
+    **job_fields.ENCODE,
+    Stored.TIME: "{v}.timestamp()",  # sqlite3 stores a bool as 0 or 1 itself
 }
-_NAMESPACE: Final = {
-    "_fromtimestamp": datetime.fromtimestamp,
-    "_UTC": UTC,
-    "_loads": orjson.loads,
-    "_dumps": orjson.dumps,
-    "_STATUS": _STATUS,
-    "_REPORT": _REPORT,
-}
+_NAMESPACE: Final = {"_fromtimestamp": datetime.fromtimestamp, "_UTC": UTC}
 _PAYLOAD, _RESULT = job_fields.POSITION["payload"], job_fields.POSITION["result"]
 # A row of _COLUMNS (or _SUMMARY_COLUMNS) as a Job, by position.
 _job: Final = job_fields.row_decoder(_DECODE, _NAMESPACE, by_name=False, name="_job")
