@@ -25,6 +25,21 @@ async def call(
     app: FastAPI, body: bytes, headers: Headers | None = None, query: bytes = b""
 ) -> tuple[int, Any]:
     """One POST /jobs straight into the ASGI app: (status, parsed JSON answer)."""
+    status, answer, _ = await exchange(app, body, headers, query)
+    return status, answer
+
+
+async def exchange(
+    app: FastAPI,
+    body: bytes,
+    headers: Headers | None = None,
+    query: bytes = b"",
+    length: bytes | None = None,
+    host: bytes = b"t",
+) -> tuple[int, Any, dict[bytes, bytes]]:
+    """``call``, with the answer's headers; ``length``: the Content-Length to declare
+    (the body's by default; empty: none)."""
+    declared = str(len(body)).encode() if length is None else length
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -38,8 +53,8 @@ async def call(
         "server": ("127.0.0.1", 80),
         "client": ("127.0.0.1", 5000),
         "headers": [
-            (b"host", b"t"),
-            (b"content-length", str(len(body)).encode()),
+            (b"host", host),
+            *([(b"content-length", declared)] if declared else []),
             *(headers or []),
         ],
     }
@@ -56,11 +71,12 @@ async def call(
     async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             answer["status"] = message["status"]
+            answer["headers"] = dict(message["headers"])
         else:
             answer["body"] += message.get("body", b"")
 
     await app(scope, receive, send)
-    return answer["status"], orjson.loads(answer["body"])
+    return answer["status"], orjson.loads(answer["body"]), answer["headers"]
 
 
 @pytest.fixture
@@ -163,3 +179,58 @@ async def test_the_request_log_names_the_route(app: FastAPI, taken: list[bool]) 
     (line,) = [e for e in logs if e["event"] == "http.request"]
     assert line["route"] == "/jobs"
     assert line["status"] == 201
+
+
+async def test_a_fast_answer_carries_the_headers_every_answer_carries(
+    app: FastAPI, taken: list[bool]
+) -> None:
+    status, _, headers = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON)
+    assert (status, taken) == (201, [True])
+    assert headers[b"leasehold-protocol"] == b"1.1"
+    assert headers[b"content-type"] == b"application/json"
+
+
+@pytest.mark.parametrize(
+    ("length", "status"),
+    [
+        (b"", 201),  # no Content-Length (a chunked body): the route reads it
+        (b"999999", 413),  # over the route's cap: refused unread, by the body limit
+    ],
+)
+async def test_a_body_without_a_declared_length_in_the_cap_goes_to_the_route(
+    app: FastAPI, taken: list[bool], length: bytes, status: int
+) -> None:
+    answer = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON, length=length)
+    assert answer[0] == status, answer
+    assert taken == []
+
+
+async def test_an_unchecked_token_goes_to_the_route_which_warns(
+    tmp_path: Path, taken: list[bool]
+) -> None:
+    open_app = create_app(CoordinatorSettings(database_url=f"sqlite:///{tmp_path / 'o.db'}"))
+    async with open_app.router.lifespan_context(open_app):
+        body, local = b'{"kind": "k"}', b"127.0.0.1"
+        with_token = await exchange(open_app, body, PRODUCER + JSON, host=local)
+        without = await exchange(open_app, body, JSON, host=local)
+    assert (with_token[0], without[0]) == (201, 201)
+    assert taken == [True]  # only the request without a token took the fast path
+    assert b"leasehold-auth-warning" in with_token[2]
+    assert b"leasehold-auth-warning" not in without[2]
+    assert without[2][b"leasehold-protocol"] == b"1.1"
+
+
+async def test_a_failure_nothing_expected_is_a_json_500_and_logged(
+    app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(fastpath, "enqueue_reply", broken)
+    with capture_logs() as logs:
+        status, body, headers = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON)
+    assert (status, body) == (500, {"error": "internal", "message": "internal error"})
+    assert headers[b"leasehold-protocol"] == b"1.1"
+    events = [(e["event"], e.get("route"), e.get("status")) for e in logs]
+    assert ("request.error", "/jobs", None) in events
+    assert ("http.request", "/jobs", 500) in events

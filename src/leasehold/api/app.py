@@ -11,8 +11,9 @@ from typing import Any
 
 import structlog
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
-from leasehold.api.bodysize import BodyLimit, route_caps
+from leasehold.api.bodysize import BodyLimit, cap_for, route_caps
 from leasehold.api.docs import mount_docs
 from leasehold.api.errors import install_error_handlers
 from leasehold.api.fastpath import FastEnqueue
@@ -41,6 +42,16 @@ from leasehold.tracing import server_telemetry
 from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold")
+
+
+class Coordinator(FastAPI):
+    """The coordinator's FastAPI app, with a plain ``POST /jobs`` answered before all of
+    its layers (``api.fastpath``)."""
+
+    fast_enqueue_cap = 0  # the route's body cap, set by create_app
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return FastEnqueue(super().build_middleware_stack(), self.fast_enqueue_cap)
 
 
 def create_app(
@@ -100,7 +111,7 @@ def create_app(
             await service.close()
             await store.close()
 
-    app = FastAPI(
+    app = Coordinator(
         title="leasehold",
         summary="A distributed job queue with fenced leases",
         version=__version__,
@@ -109,12 +120,9 @@ def create_app(
         redoc_url=None,
         **_telemetry_option(),
     )
-    app.add_middleware(FastEnqueue)  # innermost: the body limit and the log still apply
-    app.add_middleware(
-        BodyLimit,
-        max_bytes=settings.max_body_bytes,
-        routes=route_caps(settings.max_body_bytes, settings.max_payload_bytes),
-    )
+    caps = route_caps(settings.max_body_bytes, settings.max_payload_bytes)
+    app.fast_enqueue_cap = cap_for(caps, settings.max_body_bytes, "POST", "/jobs")
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, routes=caps)
     app.add_middleware(RequestLog)
     app.add_middleware(ProtocolHeader)
     app.state.settings = settings

@@ -55,6 +55,14 @@ def route_caps(max_body_bytes: int, max_payload_bytes: int) -> tuple[RouteCap, .
     return tuple(RouteCap(m, re.compile(p), n) for m, p, n in listed)
 
 
+def cap_for(routes: Sequence[RouteCap], max_bytes: int, method: str, path: str) -> int:
+    """The cap on a body sent with ``method`` to ``path``: its route's, else ``max_bytes``."""
+    for route in routes:
+        if route.method == method and route.pattern.fullmatch(path):
+            return route.max_bytes
+    return max_bytes
+
+
 class BodyLimit:
     """ASGI middleware: a body over its route's cap gets 413 and never reaches a route.
 
@@ -68,10 +76,7 @@ class BodyLimit:
         self.routes = tuple(routes)
 
     def cap_for(self, method: str, path: str) -> int:
-        for route in self.routes:
-            if route.method == method and route.pattern.fullmatch(path):
-                return route.max_bytes
-        return self.max_bytes
+        return cap_for(self.routes, self.max_bytes, method, path)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import Scope
 
 from leasehold.errors import (
     Conflict,
@@ -130,11 +131,17 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+def unexpected_response(scope: Scope) -> JSONResponse:
+    """The answer to an exception nothing expected, logged with its traceback (also for
+    ``api.fastpath``, which is outside the exception handlers)."""
     # The route's template, not the raw path: a path can carry anything a client typed.
-    route = getattr(request.scope.get("route"), "path", None)
-    log.exception("request.error", method=request.method, route=route)
+    route = getattr(scope.get("route"), "path", None)
+    log.exception("request.error", method=scope["method"], route=route)
     return JSONResponse(error_body("internal", "internal error"), status_code=500)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    return unexpected_response(request.scope)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -1,36 +1,42 @@
-"""POST /jobs answered without FastAPI's routing and dependency layers, when nothing about
-the request is unusual.
+"""POST /jobs answered before FastAPI's layers, when nothing about the request is unusual.
 
-One job enqueued per request is what a web application sends, and FastAPI's per-request
-machinery (matching the route among all the others, solving the guard, header and body
-dependencies, the exit stack, the exception middleware) cost more CPU than the enqueue
-itself: about half the coordinator's time per request (README, Performance). This ASGI
-middleware sits inside ``RequestLog`` and ``BodyLimit`` (both still apply) and answers a
-request with the route's own code (``routes.enqueue_reply``), guard (``auth.PRODUCER``), body
-model (``schemas.EnqueueRequest``) and error table (``errors.error_response``).
+One job enqueued per request is what a web application sends, and the layers a request
+crosses on its way to a route (FastAPI's error, telemetry and body-size middleware, ours for
+the protocol header, the request log and the body caps, then routing, the guard, header and
+body dependencies and the exit stack) cost more CPU than the enqueue itself. So this is the
+outermost layer of the app's middleware stack (``Coordinator.build_middleware_stack``), and
+answers the plain case with the route's own pieces: the header checks of
+``api.sameorigin``, the guard (``auth.PRODUCER``), the body model
+(``schemas.EnqueueRequest``), the handler (``routes.enqueue_reply``) and the error table
+(``errors``); it does what the layers it skips would have done for that case, through their
+own functions: the route's body cap (``bodysize``), the protocol header (``protocol``) and
+the request's log line (``requestlog``).
 
-It takes only the plain case: POST /jobs, no query string, no Idempotency-Key header, the
-header checks of ``api.sameorigin`` passed (Host, Origin, Content-Type: application/json), a
-token the guard lets in, and a body that parses and validates with no integer too long for
-JSON's doubles. Anything else (a refusal, invalid input, the header) goes to the FastAPI route
-unchanged, with the body it already read replayed, so every error answer, log line and
-OpenAPI declaration stays the route's. Nothing is decided twice: a request either takes
-this path or the route's.
+It takes only the plain case: POST /jobs, no query string, a declared Content-Length within
+the route's cap, no Idempotency-Key header, the header checks passed, a token the guard lets
+in (and not an unchecked token on an open coordinator, whose answer carries a warning), and
+a body that parses and validates with no integer too long for JSON's doubles. Anything else
+goes down the stack unchanged, with the body already read replayed, so every refusal, error
+answer, log line and OpenAPI declaration stays the route's. Nothing is decided twice: a
+request either takes this path or the route's.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Final
 
 import orjson
 from fastapi import Request
 from pydantic import ValidationError
-from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from leasehold.api.auth import PRODUCER, authenticate
-from leasehold.api.errors import error_response
+from leasehold.api.errors import error_response, unexpected_response
+from leasehold.api.protocol import stamp, unchecked_token
+from leasehold.api.requestlog import log_request
 from leasehold.api.routes import enqueue_reply, router
 from leasehold.api.sameorigin import check_content_type, check_host, check_same_origin
 from leasehold.api.schemas import EnqueueRequest
@@ -46,40 +52,56 @@ _ROUTE: Final[BaseRoute] = next(
 )
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A receive that gives the body already read once, then the connection's own."""
+def _replay(chunks: list[bytes], more_body: bool, receive: Receive) -> Receive:
+    """A receive that gives what was already read as one message, then the connection's
+    own."""
     sent = False
 
     async def replay() -> Message:
         nonlocal sent
         if not sent:
             sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": more_body}
         return await receive()
 
     return replay
 
 
-def _plain(scope: Scope) -> bool:
-    """Whether the request leaves nothing to the route's fuller handling (its header
-    key, its refusals): the route's own checks, which log nothing, pass."""
-    if any(name == b"idempotency-key" for name, _ in scope["headers"]):
-        return False
-    request = Request(scope)
+def _declared_length(scope: Scope) -> int | None:
+    """The request's Content-Length, or None: absent, unreadable, or beside an
+    Idempotency-Key header (which the route reads)."""
+    length = None
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            if not value.isdigit() or length is not None:
+                return None
+            length = int(value)
+        elif name == b"idempotency-key":
+            return None
+    return length
+
+
+def _plain(request: Request) -> bool:
+    """Whether the request leaves nothing to the route's fuller handling (its refusals):
+    the route's own checks, which log nothing, pass."""
     try:
         check_host(request)
         check_same_origin(request)
         check_content_type(request)
     except LeaseholdError:
         return False
+    if unchecked_token(request.scope):
+        return False  # its answer carries a warning header: the full stack adds it
     return bool(authenticate(request) & PRODUCER.roles)  # else the guard answers and logs
 
 
 class FastEnqueue:
-    """ASGI middleware answering plain POST /jobs requests (see the module docstring)."""
+    """ASGI middleware answering plain POST /jobs requests (see the module docstring);
+    ``max_body_bytes`` is the route's body cap."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
         self.app = app
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -87,26 +109,47 @@ class FastEnqueue:
             or scope["method"] != "POST"
             or scope["path"] != "/jobs"
             or scope["query_string"]
-            or not _plain(scope)
         ):
             await self.app(scope, receive, send)
             return
+        started = time.perf_counter()
+        length = _declared_length(scope)
         request = Request(scope, receive)
-        try:
-            body = await request.body()
-        except ClientDisconnect:
-            return  # gone, or cut off by BodyLimit, which has answered
+        if length is None or length > self.max_body_bytes or not _plain(request):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size, more_body = 0, True
+        while more_body:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away: nothing to answer
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more_body = message.get("more_body", False)
+            if size > self.max_body_bytes:  # more than it declared: the body cap answers
+                await self.app(scope, _replay(chunks, more_body, receive), send)
+                return
+        body = b"".join(chunks)
         try:
             if has_long_integer(body):
                 raise ValueError("the route answers it")
             parsed = EnqueueRequest.model_validate(orjson.loads(body))
         except (ValueError, ValidationError):  # orjson's errors are ValueErrors too
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, _replay([body], False, receive), send)
             return
         scope["route"] = _ROUTE  # for the request log, as routing would set it
-        service: JobService = request.app.state.service
-        try:
-            response = await enqueue_reply(service, parsed, parsed.idempotency_key)
-        except LeaseholdError as exc:
-            response = error_response(exc)
+        response = await self._answer(scope, parsed)
+        stamp(response.headers, warn=False)
         await response(scope, receive, send)
+        log_request(scope, response.status_code, started)
+
+    @staticmethod
+    async def _answer(scope: Scope, parsed: EnqueueRequest) -> Response:
+        service: JobService = scope["app"].state.service
+        try:
+            return await enqueue_reply(service, parsed, parsed.idempotency_key)
+        except LeaseholdError as exc:
+            return error_response(exc)
+        except Exception:  # as the app's outermost error layer would: logged, a JSON 500
+            return unexpected_response(scope)

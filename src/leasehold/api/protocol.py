@@ -98,20 +98,26 @@ class ProtocolHeader:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        warn = _unchecked_token(scope)
+        warn = unchecked_token(scope)
 
         async def with_header(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                headers[HEADER] = PROTOCOL_VERSION
-                if warn:
-                    headers[AUTH_WARNING_HEADER] = AUTH_WARNING
+                stamp(MutableHeaders(scope=message), warn)
             await send(message)
 
         await self.app(scope, receive, with_header)
 
 
-def _unchecked_token(scope: Scope) -> bool:
+def stamp(headers: MutableHeaders, warn: bool) -> None:
+    """The headers every answer carries: the protocol version, and the warning when an
+    open coordinator was given a token it did not check (``unchecked_token``)."""
+    headers[HEADER] = PROTOCOL_VERSION
+    if warn:
+        headers[AUTH_WARNING_HEADER] = AUTH_WARNING
+
+
+def unchecked_token(scope: Scope) -> bool:
+    """Whether the request carried a bearer token that an open coordinator ignores."""
     app = scope.get("app")
     authenticator = getattr(getattr(app, "state", None), "authenticator", None)
     if authenticator is None or not authenticator.open:

@@ -51,11 +51,17 @@ class RequestLog:
         try:
             await self.app(scope, receive, record_status)
         finally:
-            level = "debug" if status < 400 else "info" if status < 500 else "warning"
-            getattr(log, level)(
-                "http.request",
-                method=scope["method"],
-                **_where(scope),
-                status=status,
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            )
+            log_request(scope, status, started)
+
+
+def log_request(scope: Scope, status: int, started: float) -> None:
+    """The request's line (also for ``api.fastpath``, which answers outside this
+    middleware); ``started``: ``time.perf_counter()`` when it arrived."""
+    level = "debug" if status < 400 else "info" if status < 500 else "warning"
+    getattr(log, level)(
+        "http.request",
+        method=scope["method"],
+        **_where(scope),
+        status=status,
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
