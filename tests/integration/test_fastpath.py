@@ -195,6 +195,7 @@ async def test_a_fast_answer_carries_the_headers_every_answer_carries(
     [
         (b"", 201),  # no Content-Length (a chunked body): the route reads it
         (b"999999", 413),  # over the route's cap: refused unread, by the body limit
+        (b"9" * 5000, 413),  # more digits than int() reads
     ],
 )
 async def test_a_body_without_a_declared_length_in_the_cap_goes_to_the_route(

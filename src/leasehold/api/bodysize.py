@@ -55,6 +55,12 @@ def route_caps(max_body_bytes: int, max_payload_bytes: int) -> tuple[RouteCap, .
     return tuple(RouteCap(m, re.compile(p), n) for m, p, n in listed)
 
 
+def _over(length: bytes, max_bytes: int) -> bool:
+    """Whether a declared Content-Length (digits) is over the cap; past 18 digits it is,
+    without int(), which refuses strings of thousands of digits."""
+    return len(length) > 18 or int(length) > max_bytes
+
+
 def cap_for(routes: Sequence[RouteCap], max_bytes: int, method: str, path: str) -> int:
     """The cap on a body sent with ``method`` to ``path``: its route's, else ``max_bytes``."""
     for route in routes:
@@ -84,7 +90,7 @@ class BodyLimit:
             return
         max_bytes = self.cap_for(scope["method"], scope["path"])
         for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > max_bytes:
+            if name == b"content-length" and value.isdigit() and _over(value, max_bytes):
                 await self._drain(receive, 0, max_bytes)
                 await self._refuse(send, max_bytes)
                 return

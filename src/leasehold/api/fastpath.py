@@ -73,7 +73,8 @@ def _declared_length(scope: Scope) -> int | None:
     length = None
     for name, value in scope["headers"]:
         if name == b"content-length":
-            if not value.isdigit() or length is not None:
+            # Past 18 digits it is over any cap (and int() refuses thousands of digits).
+            if not value.isdigit() or len(value) > 18 or length is not None:
                 return None
             length = int(value)
         elif name == b"idempotency-key":
@@ -114,8 +115,7 @@ class FastEnqueue:
             return
         started = time.perf_counter()
         length = _declared_length(scope)
-        request = Request(scope, receive)
-        if length is None or length > self.max_body_bytes or not _plain(request):
+        if length is None or length > self.max_body_bytes or not self._plain(scope, receive):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -143,6 +143,13 @@ class FastEnqueue:
         stamp(response.headers, warn=False)
         await response(scope, receive, send)
         log_request(scope, response.status_code, started)
+
+    @staticmethod
+    def _plain(scope: Scope, receive: Receive) -> bool:
+        try:
+            return _plain(Request(scope, receive))
+        except Exception:  # a header nothing expected: the full stack's error layer answers
+            return False
 
     @staticmethod
     async def _answer(scope: Scope, parsed: EnqueueRequest) -> Response:
