@@ -85,6 +85,28 @@ def test_a_head_over_the_cap_is_answered_431(coordinator: Coordinator) -> None:
         assert b'"error":"headers_too_large"' in answer
 
 
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"POST /jobs HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + b"9" * 5000,
+        b"POST /jobs HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1",
+        b"GET /health HTTP/1.1\r\nHost: localhost\r\nBad Header Name: x",
+        b"NOT A REQUEST LINE",
+    ],
+)
+def test_a_request_the_parser_refuses_is_answered_400_in_json(
+    coordinator: Coordinator, head: bytes
+) -> None:
+    """What is not HTTP/1.1 gets the same JSON error body as every other refusal, then the
+    connection is closed."""
+    with connect(coordinator) as s:
+        s.sendall(head + b"\r\n\r\n{}")
+        answer = read_all(s)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert b"content-type: application/json" in answer.lower()
+    assert b'"error":"bad_request"' in answer
+
+
 def test_100_headers_are_still_served(coordinator: Coordinator) -> None:
     """A head within both caps is an ordinary request."""
     headers = b"".join(b"X-%d: 1\r\n" % i for i in range(98))  # plus Host and Connection

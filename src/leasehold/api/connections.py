@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import orjson
 import structlog
@@ -66,6 +66,10 @@ _OVER_BYTES = "the request's line and headers are over"
 
 class _HeadRefused(Exception):
     """Raised inside a parser callback to stop parsing a head that breaks a limit."""
+
+
+# What a request the HTTP parser refused is told (the parser's own words name its internals).
+_NOT_HTTP: Final = "the request is not valid HTTP/1.1 (request line, headers or body framing)"
 
 
 def _answer(status: int, reason: str, code: str, message: str) -> bytes:
@@ -120,11 +124,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 self._refuse_head(_OVER_BYTES, f"{self.limits.max_header_bytes} bytes")
 
     def send_400_response(self, msg: str) -> None:
-        # uvicorn answers every parser error here, ours (raised in a callback) included.
-        if self._refusal is None:
-            super().send_400_response(msg)
-            return
-        self.transport.write(self._refusal)
+        # uvicorn answers every parser error here, ours (raised in a callback) included;
+        # its own answer to the others is plain text, where every error of ours is JSON.
+        refusal = self._refusal or _answer(400, "Bad Request", "bad_request", _NOT_HTTP)
+        self.transport.write(refusal)
         self.transport.close()
 
     def on_response_complete(self) -> None:
