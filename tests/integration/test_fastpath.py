@@ -235,3 +235,38 @@ async def test_a_failure_nothing_expected_is_a_json_500_and_logged(
     events = [(e["event"], e.get("route"), e.get("status")) for e in logs]
     assert ("request.error", "/jobs", None) in events
     assert ("http.request", "/jobs", 500) in events
+
+
+async def test_a_client_gone_before_its_body_arrived_is_logged_at_info_not_as_an_error(
+    app: FastAPI, taken: list[bool]
+) -> None:
+    """Through the fast path and through the route (an Idempotency-Key header): nobody to
+    answer, and no server error logged."""
+    for extra in ([], [(b"idempotency-key", b"k")]):
+        parts = iter([{"type": "http.request", "body": b"{", "more_body": True}])
+
+        async def receive(parts: Any = parts) -> MutableMapping[str, Any]:
+            return next(parts, {"type": "http.disconnect"})
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            pass
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/jobs",
+            "raw_path": b"/jobs",
+            "root_path": "",
+            "query_string": b"",
+            "server": ("127.0.0.1", 80),
+            "client": ("127.0.0.1", 5000),
+            "headers": [(b"host", b"t"), (b"content-length", b"100"), *PRODUCER, *JSON, *extra],
+        }
+        with capture_logs() as logs:
+            await app(scope, receive, send)
+        events = [(e["event"], e["log_level"], e.get("status")) for e in logs]
+        assert events == [("http.request", "info", 499)], (extra, events)
+    assert taken == []  # neither got as far as an enqueue

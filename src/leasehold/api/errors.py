@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
 from leasehold.errors import (
@@ -43,6 +44,10 @@ STATUS_CODES: dict[type[LeaseholdError], int] = {
 HEADERS: dict[type[LeaseholdError], dict[str, str]] = {
     Unauthorized: {"WWW-Authenticate": 'Bearer realm="leasehold"'},
 }
+
+# What the request log records for a request whose client left before it had sent the whole
+# body (nginx's 499): nobody reads the answer, and it is no server error to be alerted on.
+CLIENT_GONE = 499
 
 _HTTP_CODES = {
     404: "not_found",
@@ -144,7 +149,20 @@ async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     return unexpected_response(request.scope)
 
 
+async def _on_client_gone(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ClientDisconnect)
+    return client_gone_response()
+
+
+def client_gone_response() -> JSONResponse:
+    """The answer to a request whose client closed the connection before its body arrived
+    (also for ``api.fastpath``): never read, but logged at info as ``CLIENT_GONE``."""
+    message = "the client closed the connection before its request arrived whole"
+    return JSONResponse(error_body("client_closed_request", message), status_code=CLIENT_GONE)
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ClientDisconnect, _on_client_gone)
     app.add_exception_handler(LeaseholdError, _on_leasehold_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(HTTPException, _on_http_error)

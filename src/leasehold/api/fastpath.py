@@ -34,7 +34,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from leasehold.api.auth import PRODUCER, authenticate
-from leasehold.api.errors import error_response, unexpected_response
+from leasehold.api.errors import CLIENT_GONE, error_response, unexpected_response
 from leasehold.api.protocol import stamp, unchecked_token
 from leasehold.api.requestlog import log_request
 from leasehold.api.routes import enqueue_reply, router
@@ -122,8 +122,9 @@ class FastEnqueue:
         size, more_body = 0, True
         while more_body:
             message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away: nothing to answer
+            if message["type"] != "http.request":  # the client went away: nobody to answer
+                log_request(scope, CLIENT_GONE, started)
+                return
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             more_body = message.get("more_body", False)
