@@ -57,6 +57,9 @@ async def test_a_secret_in_any_wrong_place_is_never_echoed_or_logged(
         ("/jobs", {"kind": SECRET * 10}, 422),
         ("/jobs", {"kind": "k", "idempotency_key": SECRET * 10}, 422),
         ("/jobs", {"kind": "k", SECRET: 1}, 422),
+        ("/jobs", {"kind": "k", "headers": {SECRET + " ": "v"}}, 422),  # a header's name
+        ("/jobs", {"kind": "k", "headers": {SECRET: "v\n"}}, 422),  # named by its value's fault
+        ("/jobs/batch", {"jobs": [{"kind": "k", "headers": {SECRET * 20: "v"}}]}, 422),
         ("/jobs", {"kind": "k", "run_after": SECRET}, 422),
         ("/jobs", {"kind": "k", "max_attempts": SECRET}, 422),
         ("/jobs", {"kind": "k", "idempotency_key": SECRET, "payload": 2}, 422),  # conflict

@@ -75,6 +75,10 @@ def error_body(
 
 # Stands in for a field name the client made up: the name is its input, not our schema's.
 UNKNOWN_FIELD = "<unknown field>"
+# Stands in for a key of a map whose keys the client chooses (a job's headers): a name the
+# client made up as well, which may be anything, a secret pasted in the wrong place included.
+CLIENT_KEY = "<key>"
+_CLIENT_KEYED = frozenset({"headers"})
 
 
 def _scrubbed(error: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +87,10 @@ def _scrubbed(error: dict[str, Any]) -> dict[str, Any]:
     loc = [str(part) for part in error.get("loc", ())]
     if error.get("type") == "extra_forbidden" and loc:
         loc[-1] = UNKNOWN_FIELD
+    for at, part in enumerate(loc[:-1]):
+        if part in _CLIENT_KEYED:
+            loc[at + 1] = CLIENT_KEY
+            break
     msg = str(error.get("msg", ""))
     given = error.get("input")
     # Pydantic's messages describe the rule, but a few quote what they were given.
