@@ -65,3 +65,43 @@ async def test_a_runaway_read_is_stopped(sqlite_url: str) -> None:
         assert await readers.read(lambda conn: conn.execute("SELECT 1").fetchone()) == (1,)
     finally:
         readers.close()
+
+
+async def test_a_job_by_its_id_is_read_on_the_loop_while_the_writer_is_idle(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A point read skips the hop to a reader thread when the writer has nothing to do, and
+    takes it while the writer is busy; both see the committed job."""
+    store = open_store(sqlite_url)
+    await store.open()
+    try:
+        (inserted,) = await store.job_insert_many([new_job()])
+        threads: list[str] = []
+        readers_read = Readers.read
+
+        async def counted(self: Readers, op: Any) -> Any:
+            threads.append("reader")
+            return await readers_read(self, op)
+
+        monkeypatch.setattr(Readers, "read", counted)
+        job = await store.job_get(inserted.job.id)
+        assert job is not None and job.id == inserted.job.id
+        assert threads == []  # read on the loop
+        # The writer busy with a transaction of its own: the read goes to a reader thread.
+        busy, release = threading.Event(), threading.Event()
+
+        def hold(conn: Any) -> None:
+            busy.set()
+            release.wait(10)
+
+        assert isinstance(store, sqlite_module.SqliteStore)
+        holding = asyncio.ensure_future(store._call(hold))
+        try:
+            assert await asyncio.to_thread(busy.wait, 10)
+            job = await asyncio.wait_for(store.job_get(inserted.job.id), 5)
+            assert job is not None and threads == ["reader"]
+        finally:
+            release.set()
+            await holding
+    finally:
+        await store.close()

@@ -327,12 +327,23 @@ class SqliteStore:
             return [(future, None, failure) for _, future in batch]
         return answers
 
-    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, op: Callable[[sqlite3.Connection], T], *, point: bool = False) -> T:
         """A read: on a reader connection, off the writer thread (an in-memory database
-        has no other connection to read it from)."""
+        has no other connection to read it from). A ``point`` read (one row by its key)
+        while the writer is idle runs on the event loop instead, as a small write does: the
+        hop to a reader thread and back cost more than such a read (DESIGN.md §11)."""
         if self._readers is None:
             return await self._call(op)
+        if point and self._inline_open():
+            return await self._call(op, small=True)
         return await self._readers.read(op)
+
+    def _inline_open(self) -> bool:
+        """Whether a small operation submitted now would run on the event loop (see
+        ``_submit``): a commit there is due this turn with room, or the writer is idle."""
+        if self._inline is not None:
+            return len(self._inline) < _BATCH_LIMIT
+        return self._queue.empty() and not self._busy.locked()
 
     async def _call(self, op: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:
         (future,) = self._submit([op], small=small)
@@ -347,9 +358,9 @@ class SqliteStore:
         items = list(zip(ops, futures, strict=True))
         if not small:
             self._queue.put(items)
-        elif self._inline is not None and len(self._inline) < _BATCH_LIMIT:
+        elif self._inline is not None and self._inline_open():
             self._inline.extend(items)  # a commit on the loop is due this turn: join it
-        elif self._inline is None and self._queue.empty() and not self._busy.locked():
+        elif self._inline_open():
             # The writer is idle: commit on the loop once this turn's callbacks (other
             # requests' operations among them) have run.
             self._inline = items
@@ -566,7 +577,7 @@ class SqliteStore:
             row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
             return _job(row) if row is not None else None
 
-        return await self._read(op)
+        return await self._read(op, point=True)
 
     async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
         return await self._call(lambda conn: self._decide(conn, items), small=len(items) == 1)
