@@ -115,7 +115,7 @@ class FastEnqueue:
             return
         started = time.perf_counter()
         length = _declared_length(scope)
-        if length is None or length > self.max_body_bytes or not self._plain(scope, receive):
+        if length is None or length > self.max_body_bytes or not self._is_plain(scope, receive):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -146,7 +146,7 @@ class FastEnqueue:
         log_request(scope, response.status_code, started)
 
     @staticmethod
-    def _plain(scope: Scope, receive: Receive) -> bool:
+    def _is_plain(scope: Scope, receive: Receive) -> bool:
         try:
             return _plain(Request(scope, receive))
         except Exception:  # a header nothing expected: the full stack's error layer answers
