@@ -32,14 +32,15 @@ from bench.harness import load_average
 from leasehold.api.app import create_app
 from leasehold.logs import configure_logging
 from leasehold.settings import CoordinatorSettings
+from tests.inproc import Headers, http_scope
 
-Call = Callable[[str, str, bytes, list[tuple[bytes, bytes]]], Awaitable[int]]
+Call = Callable[[str, str, bytes, Headers], Awaitable[int]]
 
 
 def caller(app: Any) -> Call:
     """A function sending one request into ``app``; it returns the answer's status."""
 
-    async def call(method: str, path: str, body: bytes, extra: list[tuple[bytes, bytes]]) -> int:
+    async def call(method: str, path: str, body: bytes, extra: Headers) -> int:
         status = 0
 
         async def receive() -> dict[str, Any]:
@@ -58,20 +59,7 @@ def caller(app: Any) -> Call:
             (b"content-length", str(len(body)).encode()),
             *extra,
         ]
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "root_path": "",
-            "query_string": b"",
-            "server": ("127.0.0.1", 8000),
-            "client": ("127.0.0.1", 50000),
-            "headers": headers,
-        }
+        scope = http_scope(method, path, headers)
         await app(scope, receive, send)
         return status
 

@@ -180,6 +180,28 @@ class AsgiAnswer:
     body: Any
 
 
+Headers = list[tuple[bytes, bytes]]
+
+
+def http_scope(method: str, path: str, headers: Headers, query: bytes = b"") -> dict[str, Any]:
+    """The ASGI scope of one HTTP/1.1 request from a loopback client, as a server makes it."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "root_path": "",
+        "state": {},
+    }
+
+
 class AsgiApi:
     def __init__(self, app: FastAPI) -> None:
         self.app = app
@@ -198,21 +220,8 @@ class AsgiApi:
         if body is not None or method != "GET":
             sent["content-type"] = "application/json"
         sent |= {k.lower(): v for k, v in (headers or {}).items()}
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": query.encode(),
-            "headers": [(k.encode(), v.encode()) for k, v in sent.items() if v is not None],
-            "client": ("127.0.0.1", 1),
-            "server": ("127.0.0.1", 80),
-            "root_path": "",
-            "state": {},
-        }
+        encoded = [(k.encode(), v.encode()) for k, v in sent.items() if v is not None]
+        scope = http_scope(method, path, encoded, query.encode())
         delivered = False
         status = 0
         chunks: list[bytes] = []

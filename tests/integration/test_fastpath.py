@@ -17,8 +17,7 @@ from leasehold.api import fastpath, routes
 from leasehold.api.app import create_app
 from leasehold.bearer_tokens import HashedToken, Role, hash_token
 from leasehold.settings import CoordinatorSettings
-
-Headers = list[tuple[bytes, bytes]]
+from tests.inproc import Headers, http_scope
 
 
 async def call(
@@ -40,24 +39,10 @@ async def exchange(
     """``call``, with the answer's headers; ``length``: the Content-Length to declare
     (the body's by default; empty: none)."""
     declared = str(len(body)).encode() if length is None else length
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/jobs",
-        "raw_path": b"/jobs",
-        "root_path": "",
-        "query_string": query,
-        "server": ("127.0.0.1", 80),
-        "client": ("127.0.0.1", 5000),
-        "headers": [
-            (b"host", host),
-            *([(b"content-length", declared)] if declared else []),
-            *(headers or []),
-        ],
-    }
+    declared_length = [(b"content-length", declared)] if declared else []
+    scope = http_scope(
+        "POST", "/jobs", [(b"host", host), *declared_length, *(headers or [])], query
+    )
     delivered = asyncio.Event()
     answer: dict[str, Any] = {"body": b""}
 
@@ -251,20 +236,8 @@ async def test_a_client_gone_before_its_body_arrived_is_logged_at_info_not_as_an
         async def send(message: MutableMapping[str, Any]) -> None:
             pass
 
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/jobs",
-            "raw_path": b"/jobs",
-            "root_path": "",
-            "query_string": b"",
-            "server": ("127.0.0.1", 80),
-            "client": ("127.0.0.1", 5000),
-            "headers": [(b"host", b"t"), (b"content-length", b"100"), *PRODUCER, *JSON, *extra],
-        }
+        headers = [(b"host", b"t"), (b"content-length", b"100"), *PRODUCER, *JSON, *extra]
+        scope = http_scope("POST", "/jobs", headers)
         with capture_logs() as logs:
             await app(scope, receive, send)
         events = [(e["event"], e["log_level"], e.get("status")) for e in logs]

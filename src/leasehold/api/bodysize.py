@@ -55,10 +55,20 @@ def route_caps(max_body_bytes: int, max_payload_bytes: int) -> tuple[RouteCap, .
     return tuple(RouteCap(m, re.compile(p), n) for m, p, n in listed)
 
 
-def _over(length: bytes, max_bytes: int) -> bool:
-    """Whether a declared Content-Length (digits) is over the cap; past 18 digits it is,
-    without int(), which refuses strings of thousands of digits."""
-    return len(length) > 18 or int(length) > max_bytes
+# A declared length of more digits is over any cap (and int() refuses thousands of digits).
+_MAX_DIGITS = 18
+
+
+def declared_length(scope: Scope) -> int | None:
+    """The body length the request declares (Content-Length), or None: absent, not a
+    number, or declared twice. A length of more than 18 digits reads as 10**18."""
+    length = None
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            if not value.isdigit() or length is not None:
+                return None
+            length = int(value) if len(value) <= _MAX_DIGITS else 10**_MAX_DIGITS
+    return length
 
 
 def cap_for(routes: Sequence[RouteCap], max_bytes: int, method: str, path: str) -> int:
@@ -89,11 +99,11 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         max_bytes = self.cap_for(scope["method"], scope["path"])
-        for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and _over(value, max_bytes):
-                await self._drain(receive, 0, max_bytes)
-                await self._refuse(send, max_bytes)
-                return
+        declared = declared_length(scope)
+        if declared is not None and declared > max_bytes:
+            await self._drain(receive, 0, max_bytes)
+            await self._refuse(send, max_bytes)
+            return
         received = 0
         refused = False
 

@@ -158,13 +158,8 @@ async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _on_client_gone(request: Request, exc: Exception) -> JSONResponse:
+    """Never read (the client has gone), but logged as ``CLIENT_GONE``, at info."""
     assert isinstance(exc, ClientDisconnect)
-    return client_gone_response()
-
-
-def client_gone_response() -> JSONResponse:
-    """The answer to a request whose client closed the connection before its body arrived
-    (also for ``api.fastpath``): never read, but logged at info as ``CLIENT_GONE``."""
     message = "the client closed the connection before its request arrived whole"
     return JSONResponse(error_body("client_closed_request", message), status_code=CLIENT_GONE)
 

@@ -34,6 +34,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from leasehold.api.auth import PRODUCER, authenticate
+from leasehold.api.bodysize import declared_length
 from leasehold.api.errors import CLIENT_GONE, error_response, unexpected_response
 from leasehold.api.protocol import stamp, unchecked_token
 from leasehold.api.requestlog import log_request
@@ -67,33 +68,21 @@ def _replay(chunks: list[bytes], more_body: bool, receive: Receive) -> Receive:
     return replay
 
 
-def _declared_length(scope: Scope) -> int | None:
-    """The request's Content-Length, or None: absent, unreadable, or beside an
-    Idempotency-Key header (which the route reads)."""
-    length = None
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            # Past 18 digits it is over any cap (and int() refuses thousands of digits).
-            if not value.isdigit() or len(value) > 18 or length is not None:
-                return None
-            length = int(value)
-        elif name == b"idempotency-key":
-            return None
-    return length
-
-
-def _plain(request: Request) -> bool:
-    """Whether the request leaves nothing to the route's fuller handling (its refusals):
-    the route's own checks, which log nothing, pass."""
+def _plain(scope: Scope, receive: Receive) -> bool:
+    """Whether the request leaves nothing to the route's fuller handling (its header key,
+    its refusals): the route's own checks, which log nothing, pass."""
+    request = Request(scope, receive)
     try:
         check_host(request)
         check_same_origin(request)
         check_content_type(request)
-    except LeaseholdError:
+        return (
+            "idempotency-key" not in request.headers  # the route reads it
+            and not unchecked_token(scope)  # its answer carries a warning: the stack adds it
+            and bool(authenticate(request) & PRODUCER.roles)  # else the guard answers, logs
+        )
+    except Exception:  # a refusal, or a header nothing expected: the route's layers answer
         return False
-    if unchecked_token(request.scope):
-        return False  # its answer carries a warning header: the full stack adds it
-    return bool(authenticate(request) & PRODUCER.roles)  # else the guard answers and logs
 
 
 class FastEnqueue:
@@ -114,8 +103,8 @@ class FastEnqueue:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        length = _declared_length(scope)
-        if length is None or length > self.max_body_bytes or not self._is_plain(scope, receive):
+        length = declared_length(scope)
+        if length is None or length > self.max_body_bytes or not _plain(scope, receive):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -144,13 +133,6 @@ class FastEnqueue:
         stamp(response.headers, warn=False)
         await response(scope, receive, send)
         log_request(scope, response.status_code, started)
-
-    @staticmethod
-    def _is_plain(scope: Scope, receive: Receive) -> bool:
-        try:
-            return _plain(Request(scope, receive))
-        except Exception:  # a header nothing expected: the full stack's error layer answers
-            return False
 
     @staticmethod
     async def _answer(scope: Scope, parsed: EnqueueRequest) -> Response:

@@ -356,17 +356,15 @@ class SqliteStore:
             raise Unavailable("the store is not open")
         futures = [self._loop.create_future() for _ in ops]
         items = list(zip(ops, futures, strict=True))
-        if not small:
+        if not small or not self._inline_open():
             self._queue.put(items)
-        elif self._inline is not None and self._inline_open():
+        elif self._inline is not None:
             self._inline.extend(items)  # a commit on the loop is due this turn: join it
-        elif self._inline_open():
+        else:
             # The writer is idle: commit on the loop once this turn's callbacks (other
             # requests' operations among them) have run.
             self._inline = items
             self._loop.call_soon(self._commit_inline)
-        else:
-            self._queue.put(items)
         return futures
 
     def _commit_inline(self) -> None:
