@@ -25,10 +25,10 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from leasehold.core.requests import Enqueue
-from leasehold.core.service import JobService
-from leasehold.logs import configure_logging
-from leasehold.store.sqlite import SqliteStore
+from leasehold.cli.logs import configure_logging
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.sqlite.store import SqliteStore
 
 MODES = ("FULL", "NORMAL")
 

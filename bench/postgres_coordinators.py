@@ -36,8 +36,8 @@ from pathlib import Path
 
 import aiohttp
 
-from leasehold.store.base import LeaseRequest, NewJob
-from leasehold.store.postgres import PostgresStore
+from leasehold.coordinator.store.contract import LeaseRequest, NewJob
+from leasehold.coordinator.store.postgres.store import PostgresStore
 from tests.pgserver import PgServer, start_pg_server
 from tests.process import Coordinator
 

@@ -29,9 +29,9 @@ from typing import Any
 import orjson
 
 from bench.harness import load_average
-from leasehold.api.app import create_app
-from leasehold.logs import configure_logging
-from leasehold.settings import CoordinatorSettings
+from leasehold.cli.logs import configure_logging
+from leasehold.coordinator.app import create_app
+from leasehold.coordinator.settings import CoordinatorSettings
 from tests.inproc import Headers, http_scope
 
 Call = Callable[[str, str, bytes, Headers], Awaitable[int]]

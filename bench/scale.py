@@ -26,10 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from leasehold.core.requests import Complete, Enqueue
-from leasehold.core.service import JobService
-from leasehold.logs import configure_logging
-from leasehold.store.open import open_store
+from leasehold.cli.logs import configure_logging
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Complete, Enqueue
+from leasehold.coordinator.store.open import open_store
 
 SHAPES = {
     "any": {},

@@ -47,8 +47,8 @@ from chaoslib.checks import (  # noqa: E402
 )
 from chaoslib.proxy import FaultyProxy  # noqa: E402
 
+from leasehold.cli.logs import configure_logging  # noqa: E402
 from leasehold.client import Client  # noqa: E402
-from leasehold.logs import configure_logging  # noqa: E402
 from leasehold.model import Attempt, Job  # noqa: E402
 from tests.process import Coordinator  # noqa: E402
 

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 import structlog
 
-from leasehold.core.clock import FakeClock
+from leasehold.coordinator.clock import FakeClock
 from tests.http import Api
 from tests.inproc import InProcessCoordinator, in_process_store, quick_settings, serve_app
 from tests.pgserver import PgServer, find_pg_bin, start_pg_server
@@ -28,7 +28,7 @@ IN_PROCESS_MODULES = ("test_state_machine.py", "test_reaper_race.py")
 IN_PROCESS_FIXTURES = {"inproc", "start_inproc"}
 
 BACKENDS = ["sqlite"]
-if importlib.util.find_spec("leasehold.store.postgres") is not None:
+if importlib.util.find_spec("leasehold.coordinator.store.postgres.store") is not None:
     BACKENDS.append("postgres")
 
 

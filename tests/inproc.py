@@ -33,14 +33,14 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 
-from leasehold.api.app import create_app
-from leasehold.core.clock import Clock, FakeClock
-from leasehold.core.reaper import Reaper
-from leasehold.core.schedules import Scheduler
-from leasehold.core.service import JobService
-from leasehold.settings import CoordinatorSettings
-from leasehold.store.base import Store
-from leasehold.store.open import open_store
+from leasehold.coordinator.app import create_app
+from leasehold.coordinator.clock import Clock, FakeClock
+from leasehold.coordinator.maintenance.reaper import Reaper
+from leasehold.coordinator.maintenance.scheduler import Scheduler
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.settings import CoordinatorSettings
+from leasehold.coordinator.store.contract import Store
+from leasehold.coordinator.store.open import open_store
 
 # The same quick timings as the process fixture's `coordinator` (tests/conftest.py).
 QUICK = CoordinatorSettings(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from leasehold.lazy import exports
+from leasehold._lazy import exports
 
 if TYPE_CHECKING:
+    from leasehold._version import __version__
     from leasehold.client import Client, SyncClient
     from leasehold.errors import (
         Conflict,
@@ -26,11 +27,10 @@ if TYPE_CHECKING:
         ResultTimeout,
         StaleToken,
     )
-    from leasehold.handles import AsyncHandle, Handle
     from leasehold.model import Job, JobStatus
-    from leasehold.payload import PayloadError
     from leasehold.tasks import Task, TaskOptions, TaskTimeout, task
-    from leasehold.version import __version__
+    from leasehold.tasks.handles import AsyncHandle, Handle
+    from leasehold.tasks.payload import PayloadError
     from leasehold.worker.context import WorkerContext, current_context, current_job
 
 # Where each public name lives.
@@ -48,16 +48,16 @@ _HOMES: dict[str, str] = {
     "ReportConflict": "leasehold.errors",
     "ResultTimeout": "leasehold.errors",
     "StaleToken": "leasehold.errors",
-    "AsyncHandle": "leasehold.handles",
-    "Handle": "leasehold.handles",
+    "AsyncHandle": "leasehold.tasks.handles",
+    "Handle": "leasehold.tasks.handles",
     "Job": "leasehold.model",
     "JobStatus": "leasehold.model",
-    "PayloadError": "leasehold.payload",
+    "PayloadError": "leasehold.tasks.payload",
     "Task": "leasehold.tasks",
     "TaskOptions": "leasehold.tasks",
     "TaskTimeout": "leasehold.tasks",
     "task": "leasehold.tasks",
-    "__version__": "leasehold.version",
+    "__version__": "leasehold._version",
     "WorkerContext": "leasehold.worker.context",
     "current_context": "leasehold.worker.context",
     "current_job": "leasehold.worker.context",

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from leasehold.store.base import Store
-from leasehold.store.open import open_store
+from leasehold.coordinator.store.contract import Store
+from leasehold.coordinator.store.open import open_store
 
 
 @pytest.fixture

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from leasehold.core.service import JobService
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.store.contract import JobFilter, NewJob, Store
 from leasehold.model import JobStatus
-from leasehold.store.base import JobFilter, NewJob, Store
 
 BIG = "x" * 100_000  # each job's payload: about 100 kB as JSON
 

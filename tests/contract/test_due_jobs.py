@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 import asyncpg
 import pytest
 
-from leasehold.store.base import LeaseRequest, NewJob, Store
-from leasehold.store.open import open_store
+from leasehold.coordinator.store.contract import LeaseRequest, NewJob, Store
+from leasehold.coordinator.store.open import open_store
 
 FUTURE_JOBS = 20_000  # stepped over one by one, they cost a lease about 4 ms (SQLite)
 ROUNDS = 25

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from leasehold.store.base import LeaseRequest, NewJob, Store
+from leasehold.coordinator.store.contract import LeaseRequest, NewJob, Store
 
 TRACE = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from leasehold.core.requests import Enqueue
-from leasehold.core.transitions import decide_complete
+from leasehold.coordinator.rules.transitions import decide_complete
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.contract import LeaseRequest, NewJob, Store
 from leasehold.errors import IdempotencyConflict
-from leasehold.store.base import LeaseRequest, NewJob, Store
 
 
 def job(kind: str = "k") -> NewJob:

@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from leasehold.core.requests import Enqueue
-from leasehold.core.service import JobService
-from leasehold.core.stats import OTHER, TOP_NAMES
+from leasehold.coordinator.rules.stats import OTHER, TOP_NAMES
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.contract import Store
+from leasehold.coordinator.store.open import open_store
 from leasehold.errors import TooManyNames
-from leasehold.store.base import Store
-from leasehold.store.open import open_store
 
 KINDS = 3000
 PG_KINDS = 800  # PostgreSQL's store inserts row by row: fewer, for the suite's time

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from leasehold.core.retention import Retention, prune_finished
-from leasehold.core.stats import WINDOWS, summarize
-from leasehold.core.transitions import DELETABLE, decide_complete, decide_run_now
+from leasehold.coordinator.maintenance.retention import Retention, prune_finished
+from leasehold.coordinator.rules.stats import WINDOWS, summarize
+from leasehold.coordinator.rules.transitions import DELETABLE, decide_complete, decide_run_now
+from leasehold.coordinator.store.contract import (
+    DeleteFilter,
+    JobFilter,
+    LeaseRequest,
+    NewJob,
+    Store,
+    WorkerBeat,
+)
+from leasehold.coordinator.store.open import open_store
 from leasehold.model import JobStatus
-from leasehold.store.base import JobFilter, LeaseRequest, NewJob, Store
-from leasehold.store.open import open_store
-from leasehold.store.ops import DeleteFilter, WorkerBeat
 
 from .test_store import complete, decide_one, fail, get, insert, lease, new_job
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from leasehold.coordinator.store.contract import Store
 from leasehold.errors import Unavailable
-from leasehold.store.base import Store
 
 
 async def test_ping_answers_on_an_open_store(store: Store) -> None:

@@ -11,12 +11,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from leasehold.core.fire_times import Firing, ScheduleSpec, first_fire, plan_fires
-from leasehold.core.transitions import decide_cancel
+from leasehold.coordinator.rules.fire_times import Firing, ScheduleSpec, first_fire, plan_fires
+from leasehold.coordinator.rules.transitions import decide_cancel
+from leasehold.coordinator.store.contract import LeaseRequest, NewJob, Store
+from leasehold.coordinator.store.open import open_store
 from leasehold.errors import JobCancelled
 from leasehold.model import AttemptOutcome, JobStatus
-from leasehold.store.base import LeaseRequest, NewJob, Store
-from leasehold.store.open import open_store
 from tests.contract.test_store import complete, decide_one, get, insert, lease
 
 SECOND = timedelta(seconds=1)

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from leasehold.core.backoff import BackoffPolicy
-from leasehold.core.transitions import (
+from leasehold.coordinator.rules.backoff import BackoffPolicy
+from leasehold.coordinator.rules.transitions import (
     Outcome,
     decide_complete,
     decide_expire,
@@ -22,9 +22,7 @@ from leasehold.core.transitions import (
     decide_renew,
     decide_requeue,
 )
-from leasehold.errors import IdempotencyConflict, StaleToken
-from leasehold.model import JSON, AttemptOutcome, Job, JobStatus, Report
-from leasehold.store.base import (
+from leasehold.coordinator.store.contract import (
     AttemptPage,
     DeadFilter,
     Decide,
@@ -34,6 +32,8 @@ from leasehold.store.base import (
     NewJob,
     Store,
 )
+from leasehold.errors import IdempotencyConflict, StaleToken
+from leasehold.model import JSON, AttemptOutcome, Job, JobStatus, Report
 
 HOUR = timedelta(hours=1)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from leasehold.store.base import LeaseRequest, NewJob
-from leasehold.store.migrations import migrations
-from leasehold.store.open import open_store
+from leasehold.coordinator.store.contract import LeaseRequest, NewJob
+from leasehold.coordinator.store.migrations import migrations
+from leasehold.coordinator.store.open import open_store
 
 
 def _old_lease_requests(dialect: str) -> str:

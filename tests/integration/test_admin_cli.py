@@ -23,10 +23,10 @@ import pytest
 import structlog
 from typer.testing import CliRunner, Result
 
-from leasehold.bearer_tokens import new_token
 from leasehold.cli import app
+from leasehold.cli.logs import configure_quiet_logging
 from leasehold.client import SyncClient
-from leasehold.logs import configure_quiet_logging
+from leasehold.coordinator.auth_tokens import new_token
 from leasehold.model import JobStatus
 from tests.process import Coordinator, free_port, sqlite_coordinator
 from tests.scripted import serving, status

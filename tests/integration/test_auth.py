@@ -14,11 +14,11 @@ import pytest
 from starlette.routing import BaseRoute
 
 from leasehold import Client
-from leasehold.api.app import create_app
-from leasehold.bearer_tokens import Role, hash_token
+from leasehold.coordinator.app import create_app
+from leasehold.coordinator.auth_tokens import Role, hash_token
+from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.errors import Forbidden, Unauthorized
 from leasehold.model import JobStatus
-from leasehold.settings import CoordinatorSettings
 from tests.http import Answer, Api
 from tests.process import Coordinator, free_port
 

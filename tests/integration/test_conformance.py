@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from leasehold.api.app import create_app
 from leasehold.conformance import run_vectors
-from leasehold.core import decisions, transitions
-from leasehold.core.transitions import Outcome
+from leasehold.coordinator.app import create_app
+from leasehold.coordinator.rules import transitions
+from leasehold.coordinator.rules.transitions import Outcome
+from leasehold.coordinator.service import decisions
+from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.model import JSON, Job
-from leasehold.settings import CoordinatorSettings
 from tests.process import Coordinator, free_port
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from leasehold.dashboard import STATIC_DIR
+import leasehold
+from leasehold.coordinator.dashboard import STATIC_DIR
 from tests.process import Coordinator, sqlite_coordinator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ def test_every_static_file_is_package_data() -> None:
     """Each file under dashboard/static matches a package-data pattern, so wheels ship it."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["package-data"]["leasehold"]
-    package = STATIC_DIR.parent.parent
+    package = Path(leasehold.__file__).parent
     files = [p.relative_to(package).as_posix() for p in STATIC_DIR.rglob("*") if p.is_file()]
     assert files
     missing = [

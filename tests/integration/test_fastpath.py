@@ -13,10 +13,11 @@ import pytest
 from fastapi import FastAPI
 from structlog.testing import capture_logs
 
-from leasehold.api import fastpath, routes
-from leasehold.api.app import create_app
-from leasehold.bearer_tokens import HashedToken, Role, hash_token
-from leasehold.settings import CoordinatorSettings
+from leasehold.coordinator.api.middleware import fastpath
+from leasehold.coordinator.api.routes import jobs as routes
+from leasehold.coordinator.app import create_app
+from leasehold.coordinator.auth_tokens import HashedToken, Role, hash_token
+from leasehold.coordinator.settings import CoordinatorSettings
 from tests.inproc import Headers, http_scope
 
 

@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from leasehold.bearer_tokens import hash_token
+from leasehold.coordinator.auth_tokens import hash_token
 from tests.process import Coordinator
 
 # Examples per operation and mode: 19 operations x 2 modes x 25 take ~10-20 s here.

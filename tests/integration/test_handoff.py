@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from leasehold.core.requests import Enqueue
-from leasehold.core.service import JobService
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.sqlite.store import SqliteStore
 from leasehold.errors import IdempotencyConflict
-from leasehold.store.sqlite import SqliteStore
 from tests.http import eventually
 
 WITHIN = 10.0

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from leasehold.core.clock import FakeClock
-from leasehold.core.requests import Enqueue
-from leasehold.core.service import JobService
-from leasehold.store.base import LeaseRequest, Store
-from leasehold.store.open import open_store
+from leasehold.coordinator.clock import FakeClock
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.contract import LeaseRequest, Store
+from leasehold.coordinator.store.open import open_store
 
 WAIT = 1.2  # long enough for the old per-poll look every 0.5 s to have happened twice
 

@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from leasehold.coordinator.store.postgres.store import PostgresStore
 from leasehold.model import AttemptOutcome, JobStatus
-from leasehold.store.postgres import PostgresStore
 from tests.http import Answer, Api
 from tests.process import Coordinator, free_port
 

@@ -9,11 +9,11 @@ from datetime import datetime, timedelta
 import pytest
 import structlog
 
-from leasehold.core.fire_times import ScheduleSpec, idempotency_key
-from leasehold.core.schedules import Scheduler
-from leasehold.core.service import JobService
-from leasehold.store.base import NewJob, Store
-from leasehold.store.open import open_store
+from leasehold.coordinator.maintenance.scheduler import Scheduler
+from leasehold.coordinator.rules.fire_times import ScheduleSpec, idempotency_key
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.store.contract import NewJob, Store
+from leasehold.coordinator.store.open import open_store
 from tests.http import Api
 
 # NEL (Cc), RIGHT-TO-LEFT OVERRIDE and ZERO WIDTH SPACE (Cf), LINE and PARAGRAPH SEPARATOR.

@@ -9,8 +9,8 @@ from importlib import metadata
 import pytest
 
 import leasehold
-from leasehold.store.open import MISSING_POSTGRES, open_store
-from leasehold.version import DISTRIBUTION
+from leasehold._version import DISTRIBUTION
+from leasehold.coordinator.store.open import MISSING_POSTGRES, open_store
 
 
 def test_version_has_one_home() -> None:

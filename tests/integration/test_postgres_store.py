@@ -10,14 +10,14 @@ from typing import Any
 import asyncpg
 import pytest
 
-from leasehold.core.backoff import BackoffPolicy
-from leasehold.core.requests import Enqueue
-from leasehold.core.service import JobService
-from leasehold.core.wakeup import Waiter
+from leasehold.coordinator.rules.backoff import BackoffPolicy
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.service.wakeup import Waiter
+from leasehold.coordinator.store.contract import LeaseRequest, NewJob
+from leasehold.coordinator.store.postgres.store import PostgresStore
 from leasehold.errors import InvalidRequest, Unavailable
 from leasehold.model import AttemptOutcome, Job, JobStatus
-from leasehold.store.base import LeaseRequest, NewJob
-from leasehold.store.postgres import PostgresStore
 from tests.pgserver import PgServer
 from tests.process import free_port
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from leasehold.coordinator.store.contract import JobFilter, NewJob
+from leasehold.coordinator.store.open import open_store
+from leasehold.coordinator.store.sqlite import store as sqlite_module
+from leasehold.coordinator.store.sqlite.readers import Readers
 from leasehold.errors import Unavailable
-from leasehold.store import sqlite as sqlite_module
-from leasehold.store.base import JobFilter, NewJob
-from leasehold.store.open import open_store
-from leasehold.store.sqlite_read import Readers
 
 
 def new_job(kind: str = "k") -> NewJob:

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from leasehold.api.health import READY_TIMEOUT_SECONDS
+from leasehold.coordinator.api.routes.health import READY_TIMEOUT_SECONDS
 from tests.process import sqlite_coordinator
 
 

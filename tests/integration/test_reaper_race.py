@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from leasehold.core.clock import FakeClock
-from leasehold.core.requests import Enqueue
-from leasehold.core.service import JobService
-from leasehold.core.transitions import decide_expire
+from leasehold.coordinator.clock import FakeClock
+from leasehold.coordinator.rules.transitions import decide_expire
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.contract import Decide
+from leasehold.coordinator.store.sqlite.store import SqliteStore
 from leasehold.model import AttemptOutcome, JobStatus
-from leasehold.store.base import Decide
-from leasehold.store.sqlite import SqliteStore
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from leasehold.core.transitions import FREE_RELEASES
+from leasehold.coordinator.rules.transitions import FREE_RELEASES
 from tests.http import Api
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from leasehold.bearer_tokens import HashedToken, Role, hash_token
+from leasehold.coordinator.auth_tokens import HashedToken, Role, hash_token
 from tests.inproc import AsgiApi, asgi_app
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from leasehold.core.clock import FakeClock
+from leasehold.coordinator.clock import FakeClock
 from tests.conftest import InProcessFactory
 from tests.http import Api, eventually
 from tests.inproc import InProcessCoordinator, in_process_store, quick_settings, serve_app

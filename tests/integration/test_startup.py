@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from leasehold.startup import EXIT_DATABASE, EXIT_REFUSED
+from leasehold.coordinator.startup import EXIT_DATABASE, EXIT_REFUSED
 from tests.process import Coordinator, free_port
 
 

@@ -39,11 +39,13 @@ from hypothesis.stateful import (
     rule,
 )
 
-from leasehold.core.backoff import BackoffPolicy
-from leasehold.core.clock import FakeClock
-from leasehold.core.requests import Enqueue
-from leasehold.core.service import JobService
-from leasehold.core.transitions import FREE_RELEASES
+from leasehold.coordinator.clock import FakeClock
+from leasehold.coordinator.rules.backoff import BackoffPolicy
+from leasehold.coordinator.rules.transitions import FREE_RELEASES
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.contract import DeadFilter, JobFilter
+from leasehold.coordinator.store.sqlite.store import SqliteStore
 from leasehold.errors import (
     InvalidTransition,
     JobCancelled,
@@ -53,8 +55,6 @@ from leasehold.errors import (
     StaleToken,
 )
 from leasehold.model import AttemptOutcome, Job, JobStatus, Report
-from leasehold.store.base import DeadFilter, JobFilter
-from leasehold.store.sqlite import SqliteStore
 
 T = TypeVar("T")
 QUEUED, RUNNING, COMPLETED, DEAD, CANCELLED = (

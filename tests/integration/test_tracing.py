@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from leasehold import Client, task
-from leasehold.api.app import create_app
-from leasehold.settings import CoordinatorSettings
+from leasehold.coordinator.app import create_app
+from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.worker import Registry, Worker, WorkerSettings
 from tests.process import Coordinator, free_port, sqlite_coordinator
 from tests.workers import COORDINATOR_ARGS

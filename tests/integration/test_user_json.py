@@ -8,8 +8,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from leasehold.core import answer
-from leasehold.core.userjson import MAX_JSON_DEPTH
+from leasehold.coordinator.rules.userjson import MAX_JSON_DEPTH
+from leasehold.coordinator.service import answer
 from tests.conftest import InProcessFactory
 from tests.http import Answer, Api
 

@@ -11,10 +11,10 @@ import aiohttp
 import pytest
 
 from leasehold import Client, JobCancelled, JobFailed, ResultTimeout, SyncClient
-from leasehold.core.requests import Enqueue
-from leasehold.core.service import JobService
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.sqlite.store import SqliteStore
 from leasehold.model import JobStatus
-from leasehold.store.sqlite import SqliteStore
 from tests.http import eventually
 from tests.process import Coordinator, sqlite_coordinator
 from tests.workers import COORDINATOR_ARGS

@@ -12,8 +12,8 @@ import pytest
 import typer
 
 from leasehold import errors
-from leasehold.admin import connect, parse, watch
-from leasehold.admin.wire import job_json
+from leasehold.cli.admin import connect, parse, watch
+from leasehold.cli.admin.wire import job_json
 from leasehold.model import Job, JobStatus
 
 NOW = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from leasehold.core.backoff import BackoffPolicy, backoff_delay, retry_delay
+from leasehold.coordinator.rules.backoff import BackoffPolicy, backoff_delay, retry_delay
 
 
 @pytest.mark.parametrize("attempt", [1, 2, 3, 5, 10, 30, 64, 1000, 10**9])

@@ -11,16 +11,17 @@ from pydantic import BaseModel
 
 import leasehold.client
 from leasehold import batch_items
-from leasehold.api import schemas
 from leasehold.client import NewJob
+from leasehold.coordinator.api.schemas import jobs as schemas
+from leasehold.coordinator.api.schemas import leases
 
 # Every field given, so that each wire key is sent.
 ITEMS: list[tuple[Any, type[BaseModel]]] = [
-    (batch_items.RenewItem(7, 3, lease_seconds=12.5), schemas.RenewItem),
-    (batch_items.CompleteItem(7, 3, result={"n": [1, None]}), schemas.CompleteItem),
+    (batch_items.RenewItem(7, 3, lease_seconds=12.5), leases.RenewItem),
+    (batch_items.CompleteItem(7, 3, result={"n": [1, None]}), leases.CompleteItem),
     (
         batch_items.FailItem(7, 3, "boom", retryable=False, retry_after_seconds=2.0),
-        schemas.FailItem,
+        leases.FailItem,
     ),
 ]
 
@@ -35,10 +36,10 @@ def test_an_items_wire_keys_are_its_models_fields(item: Any, model: type[BaseMod
 def test_the_client_and_the_coordinator_share_the_items_and_their_answers() -> None:
     for name in ("RenewItem", "CompleteItem", "FailItem", "ItemOutcome", "ItemVerdict"):
         assert getattr(leasehold.client, name) is getattr(batch_items, name)
-    assert schemas.ItemResultOut.model_fields["outcome"].annotation is batch_items.ItemOutcome
-    assert schemas.ItemResultOut.model_fields["verdict"].annotation is batch_items.ItemVerdict
+    assert leases.ItemResultOut.model_fields["outcome"].annotation is batch_items.ItemOutcome
+    assert leases.ItemResultOut.model_fields["verdict"].annotation is batch_items.ItemVerdict
     assert leasehold.client.MAX_BATCH == batch_items.MAX_BATCH
-    batch = schemas.BatchRenewRequest.model_fields["items"].metadata
+    batch = leases.BatchRenewRequest.model_fields["items"].metadata
     assert any(getattr(m, "max_length", None) == batch_items.MAX_BATCH for m in batch)
 
 

@@ -6,8 +6,13 @@ import time
 
 import pytest
 
-from leasehold.api.bodysize import ENVELOPE_BYTES, SMALL_BODY_BYTES, BodyLimit, route_caps
-from leasehold.settings import MAX_BODY_BYTES, MAX_PAYLOAD_BYTES
+from leasehold.coordinator.api.middleware.bodysize import (
+    ENVELOPE_BYTES,
+    SMALL_BODY_BYTES,
+    BodyLimit,
+    route_caps,
+)
+from leasehold.coordinator.settings import MAX_BODY_BYTES, MAX_PAYLOAD_BYTES
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from leasehold.core.transitions import (
+from leasehold.coordinator.rules.transitions import (
     decide_cancel,
     decide_complete,
     decide_expire,

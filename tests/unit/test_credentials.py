@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from leasehold.credentials import resolve_token
+from leasehold.cli.credentials import resolve_token
 
 
 def test_the_file_gives_its_first_line_stripped(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from leasehold.demo.run import Stopped, until_stopped
-from leasehold.demo.workload import EMAIL_MAX_ATTEMPTS, demo_jobs
+from leasehold.cli.demo.run import Stopped, until_stopped
+from leasehold.cli.demo.workload import EMAIL_MAX_ATTEMPTS, demo_jobs
 
 
 def test_the_workload_is_the_same_for_the_same_count() -> None:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from leasehold.core.fire_times import (
+from leasehold.coordinator.rules.fire_times import (
     CatchUp,
     Schedule,
     ScheduleSpec,

@@ -13,14 +13,14 @@ import pytest
 from pydantic import BaseModel
 
 from leasehold import job_fields
-from leasehold.api.schemas import JobOut, JobSummaryOut
-from leasehold.api.wire import summary_wire
 from leasehold.client._parse import parse_job
-from leasehold.core.answer import job_bytes, job_wire
+from leasehold.coordinator.api.encode import summary_wire
+from leasehold.coordinator.api.schemas.jobs import JobOut, JobSummaryOut
+from leasehold.coordinator.service.answer import job_bytes, job_wire
+from leasehold.coordinator.store.sqlite.store import SqliteStore
 from leasehold.errors import LeaseholdError
 from leasehold.job_fields import FIELDS, WIRE_ORDER, JobField, Stored
 from leasehold.model import Job, JobStatus, Report
-from leasehold.store.sqlite import SqliteStore
 
 T = datetime(2026, 3, 4, 5, 6, 7, 891_011, UTC)
 # Every field away from its default, so a field some conversion forgets cannot pass.

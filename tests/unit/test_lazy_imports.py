@@ -1,4 +1,4 @@
-"""Public names imported on first use (``leasehold.lazy``): every one still imports, and the
+"""Public names imported on first use (``leasehold._lazy``): every one still imports, and the
 coordinator's and the command line's start import no HTTP client."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 def test_the_command_line_and_the_coordinator_do_not_import_aiohttp() -> None:
     """A fresh interpreter: this one has imported the client already."""
     code = (
-        "import sys, leasehold, leasehold.cli, leasehold.api.app, leasehold.api.server;"
+        "import sys, leasehold, leasehold.cli, leasehold.coordinator.app, leasehold.coordinator.server.run;"
         "print(sorted(m for m in sys.modules if m == 'aiohttp' or m.startswith('aiohttp.')))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

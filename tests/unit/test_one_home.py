@@ -10,12 +10,13 @@ from pathlib import Path
 import typer.main
 
 import leasehold
-from leasehold import settings
-from leasehold.api.schemas import ScheduleRequest
+from leasehold._version import __version__
 from leasehold.cli import app
-from leasehold.core import budget, names, service
+from leasehold.coordinator import settings
+from leasehold.coordinator.api.schemas.schedules import ScheduleRequest
+from leasehold.coordinator.service import budget, names
+from leasehold.coordinator.service import job_service as service
 from leasehold.model import DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE, ScheduleSpec
-from leasehold.version import __version__
 from leasehold.worker.heartbeat import beat_body
 from leasehold.worker.settings import WorkerSettings
 
@@ -42,7 +43,7 @@ def test_the_version_is_read_in_one_place() -> None:
         for path in SOURCE.rglob("*.py")
         if re.search(r"metadata\.version\(", path.read_text())
     ]
-    assert readers == ["version.py"]
+    assert readers == ["_version.py"]
     assert leasehold.__version__ == __version__ != "0+unknown"
 
 

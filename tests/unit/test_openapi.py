@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from leasehold.api.app import create_app
-from leasehold.settings import CoordinatorSettings
+from leasehold.coordinator.app import create_app
+from leasehold.coordinator.settings import CoordinatorSettings
 
 ERROR = {"$ref": "#/components/schemas/ErrorOut"}
 

@@ -10,20 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from leasehold.core.retention import Pruner, Retention
-from leasehold.core.transitions import (
+from leasehold.coordinator.maintenance.retention import Pruner, Retention
+from leasehold.coordinator.rules.presence import unserved
+from leasehold.coordinator.rules.transitions import (
     DELETABLE,
     check_delete,
     decide_complete,
     decide_run_now,
     summary_line,
 )
-from leasehold.core.workers import unserved
+from leasehold.coordinator.store.contract import LeaseRequest, NewJob, WorkerBeat, WorkerSeen
+from leasehold.coordinator.store.sqlite.store import SqliteStore
 from leasehold.errors import InvalidTransition
 from leasehold.model import Job, JobStatus
-from leasehold.store.base import LeaseRequest, NewJob
-from leasehold.store.ops import WorkerBeat, WorkerSeen
-from leasehold.store.sqlite import SqliteStore
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 

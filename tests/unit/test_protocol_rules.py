@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from leasehold.core.transitions import (
+from leasehold.coordinator.rules.transitions import (
     decide_complete,
     decide_expire,
     decide_release,

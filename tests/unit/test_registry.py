@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from leasehold.client._retry import RetryPolicy, call_with_retry
 from leasehold.errors import Unavailable
-from leasehold.http_retry import RetryPolicy, call_with_retry
 from leasehold.worker import AppLoadError, LeasedJob, Registry
 from leasehold.worker.loader import load_app
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import structlog
 
-from leasehold.logs import configure_logging
-from leasehold.startup import describe_database
+from leasehold.cli.logs import configure_logging
+from leasehold.coordinator.startup import describe_database
 
 
 def test_a_relative_sqlite_path_is_described_absolute(

@@ -9,10 +9,10 @@ import pytest
 from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
-from leasehold import cli, startup
-from leasehold.api import server
-from leasehold.api.app import create_app
-from leasehold.bearer_tokens import (
+from leasehold import cli
+from leasehold.coordinator import startup
+from leasehold.coordinator.app import create_app
+from leasehold.coordinator.auth_tokens import (
     Authenticator,
     HashedToken,
     Role,
@@ -23,7 +23,8 @@ from leasehold.bearer_tokens import (
     parse_tokens_env,
     parse_tokens_file,
 )
-from leasehold.settings import CoordinatorSettings
+from leasehold.coordinator.server import run as server
+from leasehold.coordinator.settings import CoordinatorSettings
 
 SECRET = "sk_live_0123456789abcdefghij"
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from leasehold.core.backoff import BackoffPolicy
-from leasehold.core.transitions import (
+from leasehold.coordinator.rules.backoff import BackoffPolicy
+from leasehold.coordinator.rules.transitions import (
     FREE_RELEASES,
     Outcome,
     decide_complete,

@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from leasehold.api.schemas import ItemResultOut, JobOut, LeaseOut
-from leasehold.api.wire import item_result_wire, job_wire, lease_wire
 from leasehold.batch_items import ItemOutcome, ItemVerdict
+from leasehold.coordinator.api.encode import item_result_wire, job_wire, lease_wire
+from leasehold.coordinator.api.schemas.jobs import JobOut
+from leasehold.coordinator.api.schemas.leases import ItemResultOut, LeaseOut
 from leasehold.errors import (
     JobCancelled,
     JobNotFound,

@@ -20,7 +20,7 @@ Batches (``enqueue_many``, ``lease(..., max_jobs=N)``, ``renew_many``, ``complet
 ``fail_many``) send up to 1,000 items in one request; reports are answered item by item
 (``ItemResult``), so one stale token never fails the others.
 
-The names are imported on first use (``leasehold.lazy``): the command line and the
+The names are imported on first use (``leasehold._lazy``): the command line and the
 coordinator import ``DEFAULT_URL`` without aiohttp.
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from leasehold.lazy import exports
+from leasehold._lazy import exports
 
 if TYPE_CHECKING:
     from leasehold.client._batch_items import (
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from leasehold.client._client import Client
     from leasehold.client._new_job import MAX_BATCH, NewJob
     from leasehold.client._parse import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
+    from leasehold.client._retry import NO_RETRY, RetryPolicy
     from leasehold.client._sync import SyncClient
-    from leasehold.http_retry import NO_RETRY, RetryPolicy
 
 __all__ = [
     "DEFAULT_URL",
@@ -81,7 +81,7 @@ _HOMES: dict[str, str] = {
     "error_from_answer": "leasehold.client._parse",
     "parse_job": "leasehold.client._parse",
     "SyncClient": "leasehold.client._sync",
-    "NO_RETRY": "leasehold.http_retry",
-    "RetryPolicy": "leasehold.http_retry",
+    "NO_RETRY": "leasehold.client._retry",
+    "RetryPolicy": "leasehold.client._retry",
 }
 __getattr__, __dir__ = exports(__name__, _HOMES)

@@ -33,9 +33,9 @@ from leasehold.client._parse import (
     parse_job,
 )
 from leasehold.client._result import result_of, wait_finished
+from leasehold.client._retry import RetryPolicy, call_with_retry
 from leasehold.client._transport import Transport
 from leasehold.errors import InvalidRequest
-from leasehold.http_retry import RetryPolicy, call_with_retry
 from leasehold.model import JSON, Attempt, Job, JobStatus
 
 

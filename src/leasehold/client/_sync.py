@@ -11,7 +11,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from leasehold.client._client import Client
 from leasehold.client._parse import DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL
-from leasehold.http_retry import RetryPolicy
+from leasehold.client._retry import RetryPolicy
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -10,9 +10,9 @@ from typing import Any
 import aiohttp
 import orjson
 
+from leasehold._version import __version__
 from leasehold.client._parse import error_from_answer
 from leasehold.errors import Unavailable
-from leasehold.version import __version__
 
 
 class Transport:

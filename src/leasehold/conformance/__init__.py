@@ -7,7 +7,7 @@ language against a scripted workload with faults and checks the invariants.
 
 from typing import TYPE_CHECKING
 
-from leasehold.lazy import exports
+from leasehold._lazy import exports
 
 if TYPE_CHECKING:
     from leasehold.conformance.runner import Result, run_vectors

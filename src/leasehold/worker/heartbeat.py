@@ -11,9 +11,9 @@ from typing import Any
 
 import structlog
 
+from leasehold._version import __version__
 from leasehold.client import Client
 from leasehold.errors import LeaseholdError
-from leasehold.version import __version__
 
 log = structlog.get_logger("leasehold.worker")
 

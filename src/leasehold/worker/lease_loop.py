@@ -30,9 +30,9 @@ from collections.abc import Iterable
 
 import structlog
 
+from leasehold._version import __version__
 from leasehold.client import NO_RETRY, Client, Lease, RetryPolicy
 from leasehold.errors import LeaseholdError, Unavailable
-from leasehold.version import __version__
 from leasehold.worker.capacity import Capacity
 from leasehold.worker.context import Hook, WorkerContext, enter_worker, run_hook
 from leasehold.worker.handler_outcome import describe

@@ -1,0 +1,240 @@
+"""The admin commands: enqueue, jobs, job, requeue, stats. Each is one or two client calls
+and a table (or ``--json``); ``connect.py`` turns errors into exit codes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from leasehold.cli.admin import parse, render
+from leasehold.cli.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
+from leasehold.cli.admin.watch import show_stats
+from leasehold.cli.admin.wire import attempt_json, job_json, print_json
+from leasehold.cli.credentials import resolve_token
+from leasehold.client import DEFAULT_URL
+
+# The coordinator's own bounds, checked here too so a mistake costs no round trip.
+MAX_LIST_LIMIT = 1000
+MAX_REQUEUE_LIMIT = 10_000
+
+
+def enqueue(
+    kind: Annotated[str, typer.Argument(help="The job's kind: which handler runs it.")],
+    payload: Annotated[
+        str | None,
+        typer.Option(
+            "--payload",
+            help="The payload: JSON text, @FILE, or - to read stdin. Default: null.",
+            show_default=False,
+        ),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="Idempotency key: enqueueing the same job with the same key again returns"
+            " the stored job instead of adding another.",
+            show_default=False,
+        ),
+    ] = None,
+    run_after: Annotated[
+        str | None,
+        typer.Option(
+            "--run-after",
+            help="Not before this time (RFC 3339 with an offset, e.g."
+            " 2030-01-01T09:00:00+00:00) or this delay from now (90s, 15m, 2h, 1d).",
+            show_default=False,
+        ),
+    ] = None,
+    max_attempts: Annotated[
+        int | None,
+        typer.Option(
+            "--max-attempts",
+            min=1,
+            max=1000,
+            help="Leases allowed before the job is dead (default: the coordinator's, 5).",
+            show_default=False,
+        ),
+    ] = None,
+    priority: Annotated[
+        int | None,
+        typer.Option(
+            "--priority",
+            min=-1000,
+            max=1000,
+            help="Higher is leased first (default 0).",
+            show_default=False,
+        ),
+    ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option(
+            "--queue", help="The queue it waits in (default: default).", show_default=False
+        ),
+    ] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
+    """Add a job to the queue."""
+    body = parse.payload(payload)
+    not_before = parse.run_after(run_after)
+    with connected(url, token, token_file) as client:
+        job = client.enqueue(
+            kind,
+            body,
+            max_attempts=max_attempts,
+            run_after=not_before,
+            idempotency_key=key,
+            priority=priority,
+            queue=queue,
+        )
+    render.show_job(job, as_json)
+
+
+def jobs(
+    status: Annotated[
+        str | None,
+        typer.Option("--status", help="Only jobs in this status.", show_default=False),
+    ] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", help="Only jobs of this kind.", show_default=False)
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=MAX_LIST_LIMIT, help="Jobs per page.")
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        typer.Option(
+            "--cursor", help="Where the previous page ended (it prints it).", show_default=False
+        ),
+    ] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
+    """List jobs, oldest first, one page at a time."""
+    wanted = parse.status(status)
+    with connected(url, token, token_file) as client:
+        page = client.list(status=wanted, kind=kind, cursor=cursor, limit=limit)
+    if as_json:
+        print_json({"jobs": [job_json(j) for j in page.jobs], "next_cursor": page.next_cursor})
+    else:
+        console = Console()
+        console.print(render.job_list(page.jobs, page.next_cursor, console.width))
+
+
+def job(
+    job_id: Annotated[int, typer.Argument(metavar="ID", help="The job's id.")],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
+    """Show one job and its attempt history (one attempt per lease)."""
+    with connected(url, token, token_file) as client:
+        found = client.get(job_id)
+        attempts = client.attempts(job_id)
+    if as_json:
+        print_json({"job": job_json(found), "attempts": [attempt_json(a) for a in attempts]})
+    else:
+        console = Console()
+        console.print(render.job_detail(found, attempts, console.width))
+
+
+def requeue(
+    job_id: Annotated[
+        int | None,
+        typer.Argument(
+            metavar="ID", help="The dead or cancelled job to requeue.", show_default=False
+        ),
+    ] = None,
+    all_dead: Annotated[
+        bool, typer.Option("--all-dead", help="Requeue every dead job (matching the filters).")
+    ] = False,
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", help="With --all-dead: only this kind.", show_default=False),
+    ] = None,
+    error_contains: Annotated[
+        str | None,
+        typer.Option(
+            "--error-contains",
+            help="With --all-dead: only jobs whose last error contains this text.",
+            show_default=False,
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit",
+            min=1,
+            max=MAX_REQUEUE_LIMIT,
+            help="With --all-dead: at most this many (the coordinator's maximum per request).",
+        ),
+    ] = MAX_REQUEUE_LIMIT,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
+    """Bring jobs back: queued at once, attempts reset. Only dead (or cancelled) jobs can be;
+    --all-dead takes the dead ones."""
+    if (job_id is None) == (not all_dead):
+        fail("give either a job ID or --all-dead", EXIT_USAGE)
+    if job_id is not None and (kind is not None or error_contains is not None):
+        fail("--kind and --error-contains go with --all-dead, not with an ID", EXIT_USAGE)
+    token = resolve_token(token, token_file)
+    if job_id is not None:
+        _requeue_one(job_id, url, token, as_json)
+    else:
+        _requeue_dead(kind, error_contains, limit, url, token, as_json)
+
+
+def _requeue_one(job_id: int, url: str, token: str | None, as_json: bool) -> None:
+    with connected(url, token) as client:
+        revived = client.requeue(job_id)
+    render.show_job(revived, as_json, f"requeued job {job_id}: queued again, attempts reset")
+
+
+def _requeue_dead(
+    kind: str | None,
+    error_contains: str | None,
+    limit: int,
+    url: str,
+    token: str | None,
+    as_json: bool,
+) -> None:
+    with connected(url, token) as client:
+        count = client.requeue_dead(kind=kind, error_contains=error_contains, limit=limit)
+    if as_json:
+        print_json({"requeued": count})
+        return
+    more = " (the --limit: run again for more)" if count == limit else ""
+    Console().print(f"requeued {count} dead job{'' if count == 1 else 's'}{more}")
+
+
+def stats(
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Refresh until Ctrl+C (with --json: one JSON line each time).",
+        ),
+    ] = False,
+    every: Annotated[
+        float,
+        typer.Option("--every", min=0.2, metavar="SECONDS", help="With --watch: how often."),
+    ] = 2.0,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
+    """Jobs by status and kind, throughput, latency and lease trouble (GET /stats)."""
+    with connected(url, token, token_file) as client:
+        show_stats(client, url, every if watch else None, as_json)

@@ -1,0 +1,39 @@
+"""Readiness, apart from liveness.
+
+``GET /health`` says the process answers HTTP (liveness: restart it when that fails).
+``GET /health/ready`` also touches the database, along the path writes take, with a short
+timeout: 503 while the database is locked, unreachable or failing (readiness: send no
+traffic, but do not restart; the coordinator recovers when the database does).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from fastapi import APIRouter, Depends, Request
+
+from leasehold.coordinator.api.auth import PUBLIC
+from leasehold.coordinator.api.body import StrictJSONRoute
+from leasehold.coordinator.api.routes.shared import service_of
+from leasehold.coordinator.api.schemas.fields import ErrorOut
+from leasehold.coordinator.api.schemas.figures import Health
+
+READY_TIMEOUT_SECONDS: Final = 2.0
+
+router = APIRouter(route_class=StrictJSONRoute)
+
+
+@router.get("/health", response_model=Health, dependencies=[Depends(PUBLIC)])
+async def health() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/health/ready",
+    response_model=Health,
+    dependencies=[Depends(PUBLIC)],
+    responses={503: {"model": ErrorOut, "description": "the database does not answer"}},
+)
+async def ready(request: Request) -> Health:
+    await service_of(request).ready(READY_TIMEOUT_SECONDS)
+    return Health(status="ready")

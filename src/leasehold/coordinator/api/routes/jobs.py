@@ -1,0 +1,234 @@
+"""The producer's and reader's job routes: enqueue (one or a batch), list, read, wait for,
+the attempt history, cancel and requeue."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Query, Request, Response
+
+from leasehold.coordinator.api.body import StrictJSONRoute
+from leasehold.coordinator.api.encode import (
+    job_json,
+    reply_json,
+    summary_wire,
+)
+from leasehold.coordinator.api.routes.shared import (
+    FOR_ADMINS,
+    FOR_HISTORY_READERS,
+    FOR_JOB_READERS,
+    FOR_PRODUCERS,
+    FOR_READERS,
+    cursor_of,
+    errors,
+    parse_job_id,
+    reply,
+    service_of,
+)
+from leasehold.coordinator.api.schemas.fields import IdempotencyKey
+from leasehold.coordinator.api.schemas.jobs import (
+    AttemptList,
+    AttemptOut,
+    BatchEnqueueOut,
+    BatchEnqueueRequest,
+    BulkRequeueRequest,
+    EnqueueRequest,
+    JobOut,
+    JobPage,
+    RequeueCount,
+)
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.settings import MAX_WAIT_SECONDS
+from leasehold.coordinator.store.contract import AttemptPage, DeadFilter, JobFilter
+from leasehold.errors import (
+    IdempotencyConflict,
+)
+from leasehold.model import JobStatus
+from leasehold.tracing import tag_jobs
+
+router = APIRouter(route_class=StrictJSONRoute)
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=JobOut,
+    responses={200: {"model": JobOut, "description": "the key was used before"}, **errors()},
+    dependencies=FOR_PRODUCERS,
+)
+async def enqueue(
+    body: EnqueueRequest,
+    request: Request,
+    idempotency_key: Annotated[IdempotencyKey | None, Header(alias="Idempotency-Key")] = None,
+) -> Response:
+    key = body.idempotency_key
+    if idempotency_key is not None:
+        if key is not None and key != idempotency_key:
+            raise IdempotencyConflict(
+                "the Idempotency-Key header and the body carry different keys"
+            )
+        key = idempotency_key
+    return await enqueue_reply(service_of(request), body, key)
+
+
+async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | None) -> Response:
+    """POST /jobs once its input is parsed (also answered by ``api.fastpath``)."""
+    inserted = await service.enqueue(
+        Enqueue(
+            body.kind,
+            body.payload,
+            body.max_attempts,
+            body.run_after,
+            key,
+            body.priority,
+            body.queue,
+            body.headers,
+            body.timeout_seconds,
+        )
+    )
+    tag_jobs([inserted.job.id])
+    return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
+
+
+@router.post(
+    "/jobs/batch",
+    response_model=BatchEnqueueOut,
+    responses=errors(),
+    dependencies=FOR_PRODUCERS,
+)
+async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response:
+    """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none."""
+    inserted = await service_of(request).enqueue_many(
+        [
+            Enqueue(
+                j.kind,
+                j.payload,
+                j.max_attempts,
+                j.run_after,
+                j.idempotency_key,
+                j.priority,
+                j.queue,
+                j.headers,
+                j.timeout_seconds,
+            )
+            for j in body.jobs
+        ]
+    )
+    return reply_json({"jobs": [{"job": job_json(i.job), "created": i.created} for i in inserted]})
+
+
+@router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=FOR_READERS)
+async def list_jobs(
+    request: Request,
+    status: JobStatus | None = None,
+    kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    queue: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    error_contains: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
+    idempotency_key: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
+    order: Annotated[Literal["asc", "desc"], Query(description="by id: oldest first")] = "asc",
+    fields: Annotated[
+        Literal["full", "summary"],
+        Query(description="`summary` leaves each job's payload and result out"),
+    ] = "full",
+) -> Response:
+    """A page by id (``order=desc``: newest first), filtered. It also ends early, with a
+    ``next_cursor``, before its jobs' payloads and results pass the answer budget
+    (``--max-answer-bytes``)."""
+    summary = fields == "summary"
+    budget = request.app.state.settings.max_answer_bytes
+    query = JobFilter(
+        status,
+        kind,
+        cursor_of(cursor),
+        limit,
+        queue,
+        error_contains,
+        idempotency_key,
+        order == "desc",
+        max_bytes=budget,
+        summary=summary,
+    )
+    page = await service_of(request).list_jobs(query)
+    more = page and (len(page) == limit or page.cut)
+    wire = [summary_wire(j) for j in page] if summary else [job_json(j) for j in page]
+    return reply_json({"jobs": wire, "next_cursor": str(page[-1].id) if more else None})
+
+
+@router.post(
+    "/jobs/requeue", response_model=RequeueCount, responses=errors(), dependencies=FOR_ADMINS
+)
+async def requeue_dead(body: BulkRequeueRequest, request: Request) -> Response:
+    moved = await service_of(request).requeue_dead(
+        DeadFilter(body.kind, body.error_contains, body.limit)
+    )
+    return reply(RequeueCount(requeued=moved))
+
+
+@router.get(
+    "/jobs/{job_id}", response_model=JobOut, responses=errors(404), dependencies=FOR_JOB_READERS
+)
+async def get_job(
+    job_id: str,
+    request: Request,
+    wait_seconds: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            allow_inf_nan=False,
+            description="wait up to this long for the job to be completed, dead or cancelled",
+        ),
+    ] = 0.0,
+) -> Response:
+    service, jid = service_of(request), parse_job_id(job_id)
+    tag_jobs([jid])
+    job = await (service.wait(jid, wait_seconds) if wait_seconds > 0 else service.get(jid))
+    return reply(JobOut.of(job))
+
+
+@router.get(
+    "/jobs/{job_id}/attempts",
+    response_model=AttemptList,
+    responses=errors(404),
+    dependencies=FOR_HISTORY_READERS,
+)
+async def job_attempts(
+    job_id: str,
+    request: Request,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response:
+    """The job's lease history, oldest first, a page at a time."""
+    jid = parse_job_id(job_id)
+    attempts = await service_of(request).attempts(jid, AttemptPage(cursor_of(cursor), limit))
+    next_cursor = str(attempts[-1].token) if len(attempts) == limit else None
+    return reply(
+        AttemptList(
+            job_id=jid, attempts=[AttemptOut.of(a) for a in attempts], next_cursor=next_cursor
+        )
+    )
+
+
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    dependencies=FOR_PRODUCERS,
+)
+async def cancel(job_id: str, request: Request) -> Response:
+    """Queued and dead jobs are cancelled at once; a running job is marked, and ends
+    cancelled at its holder's next report (its renewals answer 409 job_cancelled)."""
+    return reply_json(job_json(await service_of(request).cancel(parse_job_id(job_id))))
+
+
+@router.post(
+    "/jobs/{job_id}/requeue",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    dependencies=FOR_ADMINS,
+)
+async def requeue(job_id: str, request: Request) -> Response:
+    return reply_json(job_json(await service_of(request).requeue(parse_job_id(job_id))))

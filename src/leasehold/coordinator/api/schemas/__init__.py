@@ -1,0 +1,1 @@
+"""The wire models of requests and answers, split as the routes are."""

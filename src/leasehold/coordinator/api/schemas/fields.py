@@ -1,0 +1,213 @@
+"""The field types, validators and caps every wire model shares (the wire contract:
+PROTOCOL.md); requests reject unknown fields (``Strict``)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PlainSerializer,
+    StrictFloat,
+    StrictInt,
+)
+
+from leasehold.coordinator.rules.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
+from leasehold.coordinator.settings import MAX_LEASE_SECONDS
+from leasehold.model import (
+    RESERVED_KEY_PREFIX,
+)
+
+MAX_KIND_LENGTH = 200
+
+
+MAX_KEY_LENGTH = 255
+
+
+MAX_WORKER_ID_LENGTH = 200
+
+
+MAX_ERROR_LENGTH = 65_536
+
+
+MAX_KINDS_PER_LEASE = 100
+
+
+MAX_JOBS_PER_LEASE = 1000
+
+
+MAX_ATTEMPTS_LIMIT = 1000
+
+
+MAX_QUEUE_LENGTH = 100
+
+
+MAX_QUEUES_PER_LEASE = 100
+
+
+MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
+
+
+MAX_RUNNING_LIMIT = 100_000
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def _printable(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or only white space")
+    if _CONTROL.search(value):  # a regex: a character loop in Python was a tenth of enqueue
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _visible(value: str) -> str:
+    if has_invisible(value):
+        raise ValueError(INVISIBLE_MESSAGE)
+    return value
+
+
+def _not_reserved(value: str) -> str:
+    if value.startswith(RESERVED_KEY_PREFIX):
+        raise ValueError(f"keys starting with {RESERVED_KEY_PREFIX!r} are the scheduler's")
+    return value
+
+
+def _user_json(value: object) -> object:
+    # Before Pydantic's own walk, which fails on deep values with a message of its own.
+    if problem := json_problem(value):
+        raise ValueError(problem)
+    return value
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain the NUL character")
+    return value
+
+
+UserJSON = Annotated[JsonValue, BeforeValidator(_user_json)]
+
+
+Kind = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_KIND_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
+]
+
+
+# Up to 16 headers, names like HTTP's, values up to 512 printable characters.
+HeaderName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
+HeaderValue = Annotated[str, Field(max_length=512), AfterValidator(_printable)]
+
+
+Headers = Annotated[dict[HeaderName, HeaderValue], Field(max_length=16)]
+
+
+IdempotencyKey = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_KEY_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_not_reserved),
+]
+
+
+WorkerId = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_WORKER_ID_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
+]
+
+
+QueueName = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_QUEUE_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_visible),
+]
+
+
+LeaseRequestId = Annotated[
+    str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_printable)
+]
+
+
+Priority = Annotated[
+    StrictInt,
+    Field(ge=MIN_PRIORITY, le=MAX_PRIORITY, description="higher is leased first (default 0)"),
+]
+
+
+Token = Annotated[StrictInt, Field(ge=0, le=2**63 - 1, description="the lease's fencing token")]
+
+
+# Numbers are JSON numbers: StrictFloat refuses "10" and true, which lax floats take.
+LeaseSeconds = Annotated[
+    StrictFloat,
+    Field(gt=0, le=MAX_LEASE_SECONDS, allow_inf_nan=False, description="lease length"),
+]
+
+
+TimeoutSeconds = Annotated[
+    StrictFloat, Field(gt=0, le=MAX_LEASE_SECONDS, allow_inf_nan=False, description="time limit")
+]
+
+
+# Times the coordinator can store and read back on every backend.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+LATEST_TIME = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+_RFC3339_START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
+
+
+def _rfc3339_text(value: object) -> object:
+    # Pydantic alone takes numbers, and strings of digits, as Unix times (seconds or
+    # milliseconds, by size): a guess. Only RFC 3339 text is a time here.
+    if not isinstance(value, str) or not _RFC3339_START.match(value):
+        raise ValueError("must be an RFC 3339 date-time with an offset")
+    return value
+
+
+def _storable(value: datetime) -> datetime:
+    try:
+        in_range = EARLIEST_TIME <= value < LATEST_TIME
+    except OverflowError:  # e.g. 9999-12-31T23:00-05:00 is past year 9999 in UTC
+        in_range = False
+    if not in_range:
+        raise ValueError("must be from 1970-01-01 to 9998-12-31 (UTC)")
+    return value
+
+
+Rfc3339Time = Annotated[AwareDatetime, BeforeValidator(_rfc3339_text), AfterValidator(_storable)]
+
+
+# Times go out as RFC 3339 in UTC with an explicit +00:00 offset.
+UtcTime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
+
+
+class Strict(BaseModel):
+    """Requests reject unknown fields, so a misspelt option is an error, not a no-op."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorOut(BaseModel):
+    error: str = Field(description="a stable machine-readable code")
+    message: str
+    detail: list[dict[str, Any]] | None = None

@@ -1,0 +1,159 @@
+"""The coordinator application: create_app wires settings, store, service and reaper."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import structlog
+from fastapi import FastAPI
+from starlette.types import ASGIApp
+
+from leasehold._version import __version__
+from leasehold.coordinator.api.errors import install_error_handlers
+from leasehold.coordinator.api.middleware.bodysize import BodyLimit, cap_for, route_caps
+from leasehold.coordinator.api.middleware.fastpath import FastEnqueue
+from leasehold.coordinator.api.middleware.protocol_header import ProtocolHeader
+from leasehold.coordinator.api.middleware.requestlog import RequestLog
+from leasehold.coordinator.api.openapi import install_openapi
+from leasehold.coordinator.api.routes.docs import mount_docs
+from leasehold.coordinator.api.routes.figures import router as figures_router
+from leasehold.coordinator.api.routes.health import router as health_router
+from leasehold.coordinator.api.routes.jobs import router as jobs_router
+from leasehold.coordinator.api.routes.leases import router as leases_router
+from leasehold.coordinator.api.routes.limits import router as kind_limits_router
+from leasehold.coordinator.api.routes.operations import router as operations_router
+from leasehold.coordinator.api.routes.protocol import router as protocol_router
+from leasehold.coordinator.api.routes.schedules import router as schedules_router
+from leasehold.coordinator.auth_tokens import Authenticator
+from leasehold.coordinator.clock import Clock
+from leasehold.coordinator.dashboard import mount_dashboard
+from leasehold.coordinator.maintenance.reaper import Reaper
+from leasehold.coordinator.maintenance.retention import Pruner, Retention
+from leasehold.coordinator.maintenance.scheduler import Scheduler
+from leasehold.coordinator.rules.backoff import BackoffPolicy
+from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.operations import Operations
+from leasehold.coordinator.service.schedules import Schedules
+from leasehold.coordinator.settings import CoordinatorSettings
+from leasehold.coordinator.store.contract import Store
+from leasehold.coordinator.store.open import open_store
+from leasehold.tracing import server_telemetry
+
+log = structlog.get_logger("leasehold")
+
+
+class Coordinator(FastAPI):
+    """The coordinator's FastAPI app, with a plain ``POST /jobs`` answered before all of
+    its layers (``api.fastpath``)."""
+
+    fast_enqueue_cap = 0  # the route's body cap, set by create_app
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return FastEnqueue(super().build_middleware_stack(), self.fast_enqueue_cap)
+
+
+def create_app(
+    settings: CoordinatorSettings,
+    *,
+    store: Store | None = None,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+) -> FastAPI:
+    """A coordinator app. The store is opened and the reaper started by its lifespan."""
+    store = store or open_store(
+        settings.database_url, clock=clock, synchronous=settings.sqlite_synchronous
+    )
+    service = JobService(
+        store,
+        backoff=BackoffPolicy(settings.retry_base_seconds, settings.retry_max_seconds),
+        rng=rng,
+        max_payload_bytes=settings.max_payload_bytes,
+        max_waiting_polls=settings.max_waiting_polls,
+        max_answer_bytes=settings.max_answer_bytes,
+        max_kinds=settings.max_kinds,
+        max_queues=settings.max_queues,
+    )
+    authenticator = Authenticator(settings.tokens)
+    reaper = Reaper(service, settings.reap_interval_seconds)
+    operations = Operations(service)
+    retention = Retention(
+        settings.retain_completed_seconds,
+        settings.retain_cancelled_seconds,
+        settings.retain_dead_seconds,
+    )
+    pruner = Pruner(store, retention, settings.prune_interval_seconds)
+    scheduler = Scheduler(
+        service, settings.schedule_interval_seconds, settings.schedule_grace_seconds
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await store.open()
+        await operations.load()
+        if authenticator.open:
+            log.warning("auth.open", detail="no token configured: every caller is admin")
+        else:
+            log.info("auth.tokens", **{role.value: n for role, n in authenticator.counts().items()})
+        tasks = [
+            asyncio.create_task(reaper.run(), name="leasehold-reaper"),
+            asyncio.create_task(scheduler.run(), name="leasehold-scheduler"),
+            asyncio.create_task(pruner.run(), name="leasehold-pruner"),
+        ]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await service.close()
+            await store.close()
+
+    app = Coordinator(
+        title="leasehold",
+        summary="A distributed job queue with fenced leases",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,  # served offline by mount_docs
+        redoc_url=None,
+        **_telemetry_option(),
+    )
+    caps = route_caps(settings.max_body_bytes, settings.max_payload_bytes)
+    app.fast_enqueue_cap = cap_for(caps, settings.max_body_bytes, "POST", "/jobs")
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, routes=caps)
+    app.add_middleware(RequestLog)
+    app.add_middleware(ProtocolHeader)
+    app.state.settings = settings
+    app.state.service = service
+    app.state.authenticator = authenticator
+    app.state.reaper = reaper
+    app.state.scheduler = scheduler
+    app.state.schedules = Schedules(service)
+    app.state.operations = operations
+    app.state.pruner = pruner
+    install_error_handlers(app)
+    app.include_router(jobs_router)
+    app.include_router(leases_router)
+    app.include_router(figures_router)
+    app.include_router(health_router)
+    app.include_router(schedules_router)
+    app.include_router(kind_limits_router)
+    app.include_router(protocol_router)
+    app.include_router(operations_router)
+    mount_dashboard(app)
+    mount_docs(app)
+    install_openapi(app)
+    return app
+
+
+def _telemetry_option() -> dict[str, Any]:
+    """FastAPI's ``telemetry`` argument (tracing.server_telemetry), on the FastAPI releases
+    that have it (0.165 and later); earlier ones make no per-request telemetry check."""
+    if "telemetry" not in inspect.signature(FastAPI).parameters:
+        return {}
+    return {"telemetry": server_telemetry()}

@@ -1,0 +1,1 @@
+"""Background loops every coordinator runs: the reaper, the scheduler and retention."""

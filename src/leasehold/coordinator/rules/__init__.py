@@ -1,0 +1,1 @@
+"""Pure rules: no asyncio, no store, no logging; each a function of its inputs."""

@@ -1,0 +1,119 @@
+"""Turning a StatsSnapshot into the figures operators read (GET /stats)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from leasehold.coordinator.rules.presence import Unserved, unserved
+from leasehold.coordinator.store.contract import StatsSnapshot, WorkerSeen
+from leasehold.model import OTHER as OTHER  # also named here, where callers find them
+from leasehold.model import TOP_NAMES as TOP_NAMES
+from leasehold.model import JobStatus
+
+RATE_WINDOW_SECONDS = 60
+"""'last minute' figures count events in the last 60 seconds (to the second)."""
+AVERAGE_WINDOW_SECONDS = 300
+"""Average wait and run times are over jobs leased / completed in the last 5 minutes."""
+WINDOWS = (RATE_WINDOW_SECONDS, AVERAGE_WINDOW_SECONDS)
+EVENTS = (
+    "enqueued",
+    "leased",
+    "renewed",
+    "completed",
+    "failed",
+    "dead",
+    "lease_expired",
+    "stale_token",
+    "released",
+    "requeued",
+    "cancel_requested",
+    "cancelled",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    by_status: dict[str, int]
+    by_kind: dict[str, dict[str, int]]
+    by_queue: dict[str, dict[str, int]]
+    totals: dict[str, int]
+    totals_by_kind: dict[str, dict[str, int]]
+    avg_wait_seconds: float | None
+    avg_run_seconds: float | None
+    average_window_seconds: int
+    lease_expirations: int
+    stale_token_rejections: int
+    oldest_queued_age_seconds: float | None
+    completed_last_minute: int
+    failed_last_minute: int
+    # Queued work that no live worker serves (heartbeats only; see core/workers.py).
+    unserved: list[Unserved] = field(default_factory=list)
+
+
+def _average(sums: dict[tuple[str, str], tuple[int, float]], event: str) -> float | None:
+    count = sum(n for (name, _), (n, _) in sums.items() if name == event)
+    total = sum(t for (name, _), (_, t) in sums.items() if name == event)
+    return total / count if count else None
+
+
+def _window_count(sums: dict[tuple[str, str], tuple[int, float]], event: str) -> int:
+    return sum(n for (name, _), (n, _) in sums.items() if name == event)
+
+
+# TOP_NAMES and OTHER (how many kinds and queues /stats and /metrics name) are in the model,
+# which metrics.py shares without importing core.
+
+
+def fold(table: dict[str, dict[str, int]], top: int = TOP_NAMES) -> dict[str, dict[str, int]]:
+    """The ``top`` rows with the largest totals, by name, and the rest summed as OTHER."""
+    if len(table) <= top:
+        return dict(sorted(table.items()))
+    ranked = sorted(table, key=lambda name: (-sum(table[name].values()), name))
+    kept = {name: table[name] for name in sorted(ranked[:top])}
+    rest: dict[str, int] = {}
+    for name in ranked[top:]:
+        for key, n in table[name].items():
+            rest[key] = rest.get(key, 0) + n
+    kept[OTHER] = {key: kept.get(OTHER, {}).get(key, 0) + n for key, n in rest.items()}
+    return kept
+
+
+def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats:
+    """Every status appears (zero included); averages are None when nothing happened.
+    ``live``: the workers live now, to tell which queued work none of them serves."""
+    by_status = dict.fromkeys((s.value for s in JobStatus), 0)
+    by_kind: dict[str, dict[str, int]] = {}
+    for (kind, status), n in snapshot.counts.items():
+        by_status[status] += n
+        by_kind.setdefault(kind, dict.fromkeys((s.value for s in JobStatus), 0))[status] += n
+    by_queue: dict[str, dict[str, int]] = {}
+    for (queue, status), n in snapshot.queue_counts.items():
+        by_queue.setdefault(queue, dict.fromkeys((s.value for s in JobStatus), 0))[status] += n
+    totals = dict.fromkeys(EVENTS, 0)
+    totals_by_kind: dict[str, dict[str, int]] = defaultdict(dict)
+    for (event, kind), n in snapshot.totals.items():
+        totals[event] = totals.get(event, 0) + n
+        totals_by_kind[kind][event] = n
+    recent = snapshot.windows.get(RATE_WINDOW_SECONDS, {})
+    longer = snapshot.windows.get(AVERAGE_WINDOW_SECONDS, {})
+    oldest = None
+    if snapshot.oldest_available_at is not None:
+        oldest = max(0.0, (snapshot.now - snapshot.oldest_available_at).total_seconds())
+    return Stats(
+        by_status=by_status,
+        by_kind=fold(by_kind),
+        by_queue=fold(by_queue),
+        totals=totals,
+        totals_by_kind=fold(totals_by_kind),
+        avg_wait_seconds=_average(longer, "leased"),
+        avg_run_seconds=_average(longer, "completed"),
+        average_window_seconds=AVERAGE_WINDOW_SECONDS,
+        lease_expirations=totals["lease_expired"],
+        stale_token_rejections=totals["stale_token"],
+        oldest_queued_age_seconds=oldest,
+        completed_last_minute=_window_count(recent, "completed"),
+        failed_last_minute=_window_count(recent, "failed"),
+        unserved=unserved(snapshot.queued_pairs, live),
+    )

@@ -1,0 +1,1 @@
+"""The rules applied to a store: the operations the HTTP layer calls."""

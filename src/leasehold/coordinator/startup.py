@@ -1,0 +1,147 @@
+"""What ``leasehold serve`` checks before it serves, and how it says that it cannot.
+
+A coordinator that cannot start says why in one line on stderr and exits with a code a
+supervisor can act on; tracebacks are for bugs. The exit codes (README lists them too):
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, NoReturn
+from urllib.parse import urlparse
+
+import structlog
+
+from leasehold.coordinator.store.open import open_store, sqlite_path
+from leasehold.errors import Unavailable
+
+log = structlog.get_logger("leasehold")
+
+EXIT_STOPPED: Final = 0  # stopped by SIGTERM or SIGINT, after a clean shutdown
+EXIT_LISTEN_FAILED: Final = 1  # could not listen on the address (in use, not allowed)
+EXIT_REFUSED: Final = 2  # a bad option, or a configuration refused as unsafe or lossy
+EXIT_STARTUP_FAILED: Final = 3  # the application did not start
+EXIT_DATABASE: Final = 4  # the database could not be opened (or reached in time)
+
+EXIT_CODES_HELP: Final = (
+    "Exit codes: 0 stopped cleanly; 1 could not listen on the address; 2 a bad option or a"
+    " refused configuration; 3 the application did not start; 4 the database could not be"
+    " opened or reached within --database-wait-seconds."
+)
+
+_EPHEMERAL = ("", ":memory:")
+
+
+class StartupError(Exception):
+    """The coordinator cannot start: ``str(self)`` is the one line to print."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def exit_with(error: StartupError) -> NoReturn:
+    print(f"leasehold: cannot start: {error}", file=sys.stderr)
+    raise SystemExit(error.exit_code)
+
+
+def describe_database(url: str) -> str:
+    """The database as the start-up line names it: an absolute SQLite path, or PostgreSQL's
+    user, host, port and database (never the password)."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        path = sqlite_path(url)
+        return f"sqlite:///{Path(path).resolve()}" if path not in _EPHEMERAL else url
+    host = parsed.hostname or "localhost"
+    netloc = f"{parsed.username}@{host}" if parsed.username else host
+    if parsed.port is not None:
+        netloc += f":{parsed.port}"
+    return f"{parsed.scheme}://{netloc}{parsed.path}"
+
+
+def check_database_url(url: str, *, allow_ephemeral: bool) -> None:
+    """Refuse, before touching anything, a URL that cannot work or would lose every job."""
+    scheme = urlparse(url).scheme
+    if scheme not in ("sqlite", "postgres", "postgresql"):
+        raise StartupError(
+            f"unsupported database URL scheme {scheme!r}: use sqlite:///PATH or"
+            " postgresql://USER:PASSWORD@HOST:PORT/DB",
+            EXIT_REFUSED,
+        )
+    if scheme != "sqlite":
+        return
+    if not url.startswith("sqlite:///"):
+        raise StartupError(f"a SQLite URL is sqlite:///PATH, not {url!r}", EXIT_REFUSED)
+    path = sqlite_path(url)
+    if path in _EPHEMERAL and not allow_ephemeral:
+        raise StartupError(
+            f"{url!r} is a database in memory: every job would be lost when the coordinator"
+            " stops. Give a file (sqlite:///leasehold.db), or pass --allow-ephemeral-database"
+            " if that is meant.",
+            EXIT_REFUSED,
+        )
+    if path not in _EPHEMERAL and not Path(path).resolve().parent.is_dir():
+        raise StartupError(
+            f"the folder of the SQLite database {Path(path).resolve()} does not exist",
+            EXIT_DATABASE,
+        )
+
+
+def prepare_database(
+    url: str, *, synchronous: str, wait_seconds: float, sleep: Callable[[float], None] = time.sleep
+) -> None:
+    """Open the database once (creating and migrating it) and close it again, so that a
+    database that cannot be used fails here with one line. While PostgreSQL cannot be
+    reached (a container starting next to it), try again with backoff for ``wait_seconds``."""
+    deadline = time.monotonic() + wait_seconds
+    delay = 0.25
+    attempt = 1
+    while True:
+        try:
+            asyncio.run(_open_and_close(url, synchronous))
+            return
+        except Unavailable as exc:  # PostgreSQL not reachable (yet)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StartupError(
+                    f"the database {describe_database(url)} could not be reached in"
+                    f" {wait_seconds:g} s ({attempt} attempts): {_cause(exc)}",
+                    EXIT_DATABASE,
+                ) from None
+            log.warning("store.waiting", attempt=attempt, retry_in=round(min(delay, left), 2))
+            sleep(min(delay, left))
+            delay = min(delay * 2, 5.0)
+            attempt += 1
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            raise StartupError(_sqlite_problem(url, exc), EXIT_DATABASE) from None
+        except Exception as exc:  # the driver's own errors (a wrong password, no such database)
+            raise StartupError(
+                f"the database {describe_database(url)} could not be opened: {_cause(exc)}",
+                EXIT_DATABASE,
+            ) from None
+
+
+async def _open_and_close(url: str, synchronous: str) -> None:
+    store = open_store(url, synchronous=synchronous)
+    await store.open()
+    await store.close()
+
+
+def _cause(exc: BaseException) -> str:
+    root = exc.__cause__ or exc
+    return f"{type(root).__name__}: {root}".strip()
+
+
+def _sqlite_problem(url: str, exc: BaseException) -> str:
+    where = describe_database(url)
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return f"the database {where} is read-only ({text}): the coordinator must write to it"
+    if "not a database" in text or "malformed" in text:
+        return f"{where} is not a usable SQLite database ({text})"
+    return f"the database {where} could not be opened: {type(exc).__name__}: {text}"

@@ -1,0 +1,40 @@
+"""Choosing a backend from a database URL."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from urllib.parse import urlparse
+
+from leasehold.coordinator.clock import Clock
+from leasehold.coordinator.store.contract import Store
+
+MISSING_POSTGRES = (
+    "a postgresql:// database needs the postgres extra:"
+    " pip install 'leasehold-queue[postgres]' (or: make install EXTRAS=postgres)"
+)
+
+
+def sqlite_path(url: str) -> str:
+    """``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or ``sqlite:///:memory:``."""
+    if not url.startswith("sqlite:///"):
+        raise ValueError(f"not a sqlite URL: {url!r} (expected sqlite:///PATH)")
+    return url.removeprefix("sqlite:///")
+
+
+def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL") -> Store:
+    """A store for ``url``: ``sqlite:///PATH`` or ``postgresql://...``. Not yet opened."""
+    scheme = urlparse(url).scheme
+    if scheme == "sqlite":
+        from leasehold.coordinator.store.sqlite.store import SqliteStore
+
+        return SqliteStore(sqlite_path(url), clock=clock, synchronous=synchronous)
+    if scheme in ("postgres", "postgresql"):
+        # Imported by name so that the embedded default never loads asyncpg, which is an
+        # extra: without it, say how to install it rather than show an ImportError.
+        if importlib.util.find_spec("asyncpg") is None:
+            raise ValueError(MISSING_POSTGRES)
+        postgres = importlib.import_module("leasehold.coordinator.store.postgres.store")
+        store: Store = postgres.PostgresStore(url)
+        return store
+    raise ValueError(f"unsupported database URL scheme {scheme!r}: use sqlite:/// or postgresql://")

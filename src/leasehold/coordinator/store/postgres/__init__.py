@@ -1,0 +1,1 @@
+"""The PostgreSQL driver: several coordinators sharing one database."""

@@ -1,0 +1,234 @@
+"""Typed tasks: declare a job kind once, as a function with typed parameters.
+
+::
+
+    @task(kind="send-email", queue="mail", max_attempts=3)
+    async def send_email(to: str, subject: str, retries: int = 0) -> str:
+        ...
+
+    handle = send_email.enqueue(sync_client, to="ada@example.com", subject="hi")
+    handle = await send_email.enqueue(async_client, to="ada@example.com", subject="hi")
+    message_id = handle.result(timeout=10)          # (await ... with an async client)
+    send_email.options(queue="urgent", priority=10).enqueue(sync_client, ...)
+
+``enqueue`` takes the function's own parameters (``ParamSpec``), so a type checker refuses
+a wrong argument at the call site; at run time Pydantic checks them against the signature
+before anything is sent. The worker (``registry.register(send_email)``) validates the
+payload into the same types before the function runs; a payload that does not fit fails
+the job for good (``PermanentFailure``), since running it again cannot fix it. The job is
+an ordinary job of that kind: other languages enqueue it with the same JSON payload, the
+parameters by name (or, for a function of one Pydantic model, that model's JSON).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from leasehold.client import Client, NewJob, SyncClient
+from leasehold.model import JSON
+from leasehold.tasks.handles import AsyncHandle, Handle
+from leasehold.tasks.payload import PayloadError, PayloadSchema, result_adapter
+from leasehold.worker.errors import PermanentFailure
+from leasehold.worker.job import LeasedJob
+from leasehold.worker.threads import in_daemon_thread
+
+__all__ = ["Task", "TaskOptions", "TaskTimeout", "task"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class TaskTimeout(TimeoutError):
+    """The task's function ran longer than its ``timeout``; the job is retried."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOptions:
+    """How a task's jobs are enqueued and run; None leaves it to the coordinator's default.
+
+    ``timeout`` bounds one run of the function in the worker (seconds): past it, the run
+    fails (retried while attempts remain). ``idempotency_key`` is a literal key for one
+    call (``task.options(idempotency_key=...)``); the task's key function, if any, makes
+    one from the arguments otherwise.
+    """
+
+    queue: str | None = None
+    priority: int | None = None
+    max_attempts: int | None = None
+    timeout: float | None = None
+    run_after: datetime | None = None
+    idempotency_key: str | None = None
+
+
+class Task(Generic[P, R]):
+    """A job kind bound to a typed function; made by ``@task(...)``."""
+
+    def __init__(
+        self,
+        fn: Callable[P, Any],
+        kind: str,
+        options: TaskOptions,
+        key: Callable[..., str] | None = None,
+    ) -> None:
+        if not kind or not kind.strip():
+            raise ValueError(f"a job kind is a non-empty string, not {kind!r}")
+        self.fn = fn
+        self.kind = kind
+        self.defaults = options
+        self.key = key
+        self.schema = PayloadSchema(fn)
+        self._result = result_adapter(fn)
+        self.__doc__ = fn.__doc__
+        self.__name__ = getattr(fn, "__name__", kind)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Call the function itself, here and now (in tests, say)."""
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.kind!r} {self.schema.describe()}>"
+
+    def options(
+        self,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+        run_after: datetime | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task[P, R]:
+        """The same task with some options changed, for one call or a few."""
+        given: dict[str, Any] = {
+            "queue": queue,
+            "priority": priority,
+            "max_attempts": max_attempts,
+            "timeout": timeout,
+            "run_after": run_after,
+            "idempotency_key": idempotency_key,
+        }
+        changed = {name: value for name, value in given.items() if value is not None}
+        view: Task[P, R] = Task.__new__(Task)
+        view.__dict__.update(self.__dict__)
+        view.defaults = dataclasses.replace(self.defaults, **changed)
+        return view
+
+    # -- producing ----------------------------------------------------------------------
+
+    def payload(self, *args: P.args, **kwargs: P.kwargs) -> JSON:
+        """The JSON payload a call with these arguments enqueues (``PayloadError`` if they
+        do not fit the signature)."""
+        return self.schema.dump(self.schema.bind(args, kwargs))
+
+    def new_job(self, *args: P.args, **kwargs: P.kwargs) -> NewJob:
+        """The job a call with these arguments enqueues, for ``client.enqueue_many``."""
+        return self._new(args, kwargs)
+
+    def _new(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> NewJob:
+        arguments = self.schema.bind(args, kwargs)
+        payload = self.schema.dump(arguments)
+        o = self.defaults
+        key = o.idempotency_key
+        if key is None and self.key is not None:
+            key = self.key(**arguments)
+        return NewJob(self.kind, payload, o.max_attempts, o.run_after, key, o.priority, o.queue)
+
+    @overload
+    def enqueue(self, client: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> Handle[R]: ...
+
+    @overload
+    def enqueue(
+        self, client: Client, /, *args: P.args, **kwargs: P.kwargs
+    ) -> Coroutine[Any, Any, AsyncHandle[R]]: ...
+
+    def enqueue(
+        self, client: Client | SyncClient, /, *args: P.args, **kwargs: P.kwargs
+    ) -> Handle[R] | Coroutine[Any, Any, AsyncHandle[R]]:
+        """Enqueue a job of this task: with a ``SyncClient``, now, answering a ``Handle``;
+        with an async ``Client``, a coroutine answering an ``AsyncHandle``. The arguments
+        are checked before anything is sent, in both cases."""
+        new = self._new(args, kwargs)
+        if isinstance(client, SyncClient):
+            return Handle(client, client.enqueue_many([new])[0], self.decode)
+        return self._enqueue(client, new)
+
+    async def _enqueue(self, client: Client, new: NewJob) -> AsyncHandle[R]:
+        (job,) = await client.enqueue_many([new])
+        return AsyncHandle(client, job, self.decode)
+
+    def decode(self, result: JSON) -> R:
+        """A stored result as the function's return type."""
+        if self._result is None:
+            return result  # type: ignore[no-any-return] # no annotation: R is Any
+        value: R = self._result.validate_python(result)
+        return value
+
+    # -- consuming ----------------------------------------------------------------------
+
+    async def handle(self, job: LeasedJob) -> JSON:
+        """The worker's handler: the payload validated into the signature's types, then the
+        function (on a thread of its own unless it is ``async def``), within ``timeout``."""
+        try:
+            kwargs = self.schema.load(job.payload)
+        except PayloadError as exc:
+            raise PermanentFailure(f"{self.kind}: {exc}") from None
+        timeout = self.defaults.timeout
+        try:
+            async with asyncio.timeout(timeout) as limit:
+                result = await self._run(kwargs)
+        except TimeoutError:
+            if limit.expired():
+                raise TaskTimeout(f"{self.kind} ran over its timeout of {timeout} s") from None
+            raise
+        return result if self._result is None else self._result.dump_python(result, mode="json")
+
+    async def _run(self, kwargs: dict[str, Any]) -> Any:
+        fn: Callable[..., Any] = self.fn
+        if inspect.iscoroutinefunction(fn):
+            return await fn(**kwargs)
+        result = await in_daemon_thread(lambda kw: fn(**kw), kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+class _Declare:
+    """What ``task(...)`` answers: the decorator, keeping the function's types."""
+
+    def __init__(self, kind: str | None, options: TaskOptions, key: Callable[..., str] | None):
+        self.kind, self.options, self.key = kind, options, key
+
+    @overload
+    def __call__(self, fn: Callable[P, Awaitable[R]]) -> Task[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R]) -> Task[P, R]: ...
+
+    def __call__(self, fn: Callable[P, Any]) -> Task[P, Any]:
+        kind = self.kind or str(getattr(fn, "__name__", ""))
+        return Task(fn, kind, self.options, self.key)
+
+
+def task(
+    *,
+    kind: str | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+    timeout: float | None = None,
+    idempotency_key: Callable[..., str] | None = None,
+) -> _Declare:
+    """Declare a typed task (see the module's docstring). ``kind`` defaults to the
+    function's name; ``idempotency_key`` is called with the enqueue's arguments, all by
+    name and defaults included, and answers the job's key (the same arguments, the same
+    job)."""
+    options = TaskOptions(
+        queue=queue, priority=priority, max_attempts=max_attempts, timeout=timeout
+    )
+    return _Declare(kind, options, idempotency_key)

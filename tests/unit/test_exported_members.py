@@ -1,0 +1,94 @@
+"""The public Python surface is what these packages export, and nothing else: the only
+compatibility promise for imports (internal modules move freely)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+PUBLIC = {
+    "leasehold": [
+        "AsyncHandle",
+        "Client",
+        "Conflict",
+        "Handle",
+        "IdempotencyConflict",
+        "InvalidRequest",
+        "Job",
+        "JobCancelled",
+        "JobFailed",
+        "JobNotFound",
+        "JobStatus",
+        "LeaseExpired",
+        "LeaseholdError",
+        "PayloadError",
+        "ReportConflict",
+        "ResultTimeout",
+        "StaleToken",
+        "SyncClient",
+        "Task",
+        "TaskOptions",
+        "TaskTimeout",
+        "WorkerContext",
+        "__version__",
+        "current_context",
+        "current_job",
+        "task",
+    ],
+    "leasehold.client": [
+        "DEFAULT_URL",
+        "MAX_BATCH",
+        "NO_RETRY",
+        "Client",
+        "CompleteItem",
+        "FailItem",
+        "ItemOutcome",
+        "ItemResult",
+        "ItemVerdict",
+        "JobPage",
+        "Lease",
+        "NewJob",
+        "RenewItem",
+        "RetryPolicy",
+        "SyncClient",
+        "error_from_answer",
+        "parse_job",
+    ],
+    "leasehold.worker": [
+        "AppLoadError",
+        "Handler",
+        "LeasedJob",
+        "PermanentFailure",
+        "Registry",
+        "Retry",
+        "Worker",
+        "WorkerContext",
+        "WorkerSettings",
+        "current_context",
+        "current_job",
+        "run_worker",
+    ],
+    "leasehold.tasks": ["Task", "TaskOptions", "TaskTimeout", "task"],
+    "leasehold.conformance": ["Result", "run_vectors"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_the_package_exports_exactly_its_public_names(name: str) -> None:
+    """``__all__`` is the pinned list, and every name in it can be imported."""
+    module = importlib.import_module(name)
+    assert sorted(module.__all__) == sorted(PUBLIC[name])
+    for member in module.__all__:
+        assert getattr(module, member) is not None, member
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_public_members_live_inside_leasehold(name: str) -> None:
+    """Each exported class and function is leasehold's own, not a re-export of a library's."""
+    module = importlib.import_module(name)
+    for member in module.__all__:
+        value = getattr(module, member)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert value.__module__.split(".")[0] == "leasehold", (member, value.__module__)
