@@ -28,7 +28,7 @@ from pathlib import Path
 from leasehold.cli.logs import configure_logging
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
-from leasehold.coordinator.store.sqlite.store import SqliteStore
+from leasehold.coordinator.store.sqlite.driver import SqliteStore
 
 MODES = ("FULL", "NORMAL")
 

@@ -35,7 +35,7 @@ def prefill(db: Path, n: int) -> None:
     through a store first: the coordinator's own migrations create the tables)."""
     import asyncio as _asyncio
 
-    from leasehold.coordinator.store.sqlite.store import SqliteStore
+    from leasehold.coordinator.store.sqlite.driver import SqliteStore
 
     async def migrate() -> None:
         store = SqliteStore(str(db))

@@ -11,7 +11,7 @@ import pytest
 
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
-from leasehold.coordinator.store.sqlite.store import SqliteStore
+from leasehold.coordinator.store.sqlite.driver import SqliteStore
 from leasehold.errors import IdempotencyConflict
 from tests.http import eventually
 

@@ -10,7 +10,8 @@ import pytest
 
 from leasehold.coordinator.store.contract import JobFilter, NewJob
 from leasehold.coordinator.store.open import open_store
-from leasehold.coordinator.store.sqlite import store as sqlite_module
+from leasehold.coordinator.store.sqlite import tx as sqlite_tx
+from leasehold.coordinator.store.sqlite.driver import SqliteDriver, SqliteStore
 from leasehold.coordinator.store.sqlite.readers import Readers
 from leasehold.errors import Unavailable
 
@@ -29,14 +30,14 @@ async def test_a_slow_read_does_not_delay_an_enqueue(
     try:
         await store.job_insert_many([new_job()])
         reading, release = threading.Event(), threading.Event()
-        decode = sqlite_module._job
+        decode = sqlite_tx._job
 
         def slow_decode(row: tuple[Any, ...]) -> Any:
             reading.set()
             release.wait(10)
             return decode(row)
 
-        monkeypatch.setattr(sqlite_module, "_job", slow_decode)
+        monkeypatch.setattr(sqlite_tx, "_job", slow_decode)
         listing = asyncio.create_task(store.job_list(JobFilter(None, None, None, 10)))
         try:
             assert await asyncio.to_thread(reading.wait, 10)
@@ -94,8 +95,8 @@ async def test_a_job_by_its_id_is_read_on_the_loop_while_the_writer_is_idle(
             busy.set()
             release.wait(10)
 
-        assert isinstance(store, sqlite_module.SqliteStore)
-        holding = asyncio.ensure_future(store._call(hold))
+        assert isinstance(store, SqliteStore) and isinstance(store.driver, SqliteDriver)
+        holding = asyncio.ensure_future(store.driver._call(hold))
         try:
             assert await asyncio.to_thread(busy.wait, 10)
             job = await asyncio.wait_for(store.job_get(inserted.job.id), 5)

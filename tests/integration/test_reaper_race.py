@@ -15,7 +15,7 @@ from leasehold.coordinator.rules.transitions import decide_expire
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
 from leasehold.coordinator.store.contract import Decide
-from leasehold.coordinator.store.sqlite.store import SqliteStore
+from leasehold.coordinator.store.sqlite.driver import SqliteStore
 from leasehold.model import AttemptOutcome, JobStatus
 
 

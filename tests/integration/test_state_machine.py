@@ -45,7 +45,7 @@ from leasehold.coordinator.rules.transitions import FREE_RELEASES
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
 from leasehold.coordinator.store.contract import DeadFilter, JobFilter
-from leasehold.coordinator.store.sqlite.store import SqliteStore
+from leasehold.coordinator.store.sqlite.driver import SqliteStore
 from leasehold.errors import (
     InvalidTransition,
     JobCancelled,

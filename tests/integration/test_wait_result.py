@@ -13,7 +13,7 @@ import pytest
 from leasehold import Client, JobCancelled, JobFailed, ResultTimeout, SyncClient
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
-from leasehold.coordinator.store.sqlite.store import SqliteStore
+from leasehold.coordinator.store.sqlite.driver import SqliteStore
 from leasehold.model import JobStatus
 from tests.http import eventually
 from tests.process import Coordinator, sqlite_coordinator

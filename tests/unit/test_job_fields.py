@@ -17,7 +17,7 @@ from leasehold.client._parse import parse_job
 from leasehold.coordinator.api.encode import summary_wire
 from leasehold.coordinator.api.schemas.jobs import JobOut, JobSummaryOut
 from leasehold.coordinator.service.answer import job_bytes, job_wire
-from leasehold.coordinator.store.sqlite.store import SqliteStore
+from leasehold.coordinator.store.sqlite.driver import SqliteStore
 from leasehold.errors import LeaseholdError
 from leasehold.job_fields import FIELDS, WIRE_ORDER, JobField, Stored
 from leasehold.model import Job, JobStatus, Report

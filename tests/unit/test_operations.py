@@ -20,7 +20,7 @@ from leasehold.coordinator.rules.transitions import (
     summary_line,
 )
 from leasehold.coordinator.store.contract import LeaseRequest, NewJob, WorkerBeat, WorkerSeen
-from leasehold.coordinator.store.sqlite.store import SqliteStore
+from leasehold.coordinator.store.sqlite.driver import SqliteStore
 from leasehold.errors import InvalidTransition
 from leasehold.model import Job, JobStatus
 

@@ -26,7 +26,7 @@ def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL
     """A store for ``url``: ``sqlite:///PATH`` or ``postgresql://...``. Not yet opened."""
     scheme = urlparse(url).scheme
     if scheme == "sqlite":
-        from leasehold.coordinator.store.sqlite.store import SqliteStore
+        from leasehold.coordinator.store.sqlite.driver import SqliteStore
 
         return SqliteStore(sqlite_path(url), clock=clock, synchronous=synchronous)
     if scheme in ("postgres", "postgresql"):

@@ -1,0 +1,52 @@
+"""The figures every backend assembles the same way, from the counts it keeps: /stats'
+snapshot, the queues' snapshot and the limits with their running jobs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from leasehold.coordinator.store.contract import KindLimit, QueuesSnapshot, StatsSnapshot
+from leasehold.coordinator.store.driver import Tx
+from leasehold.model import JobStatus
+
+
+async def stats(tx: Tx, windows: Sequence[int]) -> StatsSnapshot:
+    """Counts by kind, queue and status, event totals and per-window sums, in one read."""
+    now = await tx.now()
+    counts: Counter[tuple[str, JobStatus]] = Counter()
+    queue_counts: Counter[tuple[str, JobStatus]] = Counter()
+    queued_pairs: Counter[tuple[str, str]] = Counter()
+    for queue, kind, status, n in await tx.job_counts():
+        counts[kind, status] += n
+        queue_counts[queue, status] += n
+        if status is JobStatus.QUEUED:
+            queued_pairs[queue, kind] += n
+    totals = await tx.counter_totals()
+    sums = {window: await tx.window_sums(window) for window in windows}
+    oldest = await tx.oldest_queued(None)
+    available = oldest if oldest is not None and oldest <= now else None
+    return StatsSnapshot(
+        now, dict(counts), totals, sums, available, dict(queue_counts), dict(queued_pairs)
+    )
+
+
+async def queues(tx: Tx, window_seconds: int) -> QueuesSnapshot:
+    """Paused queues, each queue's longest-waiting available job, and its completions in
+    the last ``window_seconds``, in one read."""
+    now = await tx.now()
+    paused = await tx.queue_pauses()
+    oldest = {}
+    for queue in await tx.queued_queues():
+        head = await tx.oldest_queued(queue)
+        if head is not None and head <= now:
+            oldest[queue] = head
+    return QueuesSnapshot(now, paused, oldest, await tx.completed_by_queue(window_seconds))
+
+
+async def limits(tx: Tx, kinds: Sequence[str] | None = None) -> list[KindLimit]:
+    """The limits (those of ``kinds``, or all), by kind, each with its running jobs now."""
+    every = await tx.limits_all()
+    chosen = [(k, n) for k, n in every if kinds is None or k in kinds]
+    running = await tx.running([k for k, _ in chosen])
+    return [KindLimit(kind, n, running.get(kind, 0)) for kind, n in chosen]

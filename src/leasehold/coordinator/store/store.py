@@ -1,0 +1,185 @@
+"""The Store every backend is: each method of the contract (``contract.Store``) is one
+shared algorithm or one statement, run by the driver as one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import partial
+
+from leasehold.coordinator.store import figures, jobs, leasing, scheduling
+from leasehold.coordinator.store.contract import (
+    AttemptPage,
+    DeadFilter,
+    Decide,
+    DeleteFilter,
+    Expired,
+    Fired,
+    FirstFire,
+    Inserted,
+    InsertedAndLeased,
+    JobFilter,
+    JobList,
+    KindLimit,
+    LeaseRequest,
+    NewJob,
+    PlanFires,
+    QueuesSnapshot,
+    StatsSnapshot,
+    WorkerBeat,
+    WorkerSeen,
+)
+from leasehold.coordinator.store.driver import Driver, Tx, Write
+from leasehold.coordinator.store.migrate import migrate
+from leasehold.errors import LeaseholdError, Unavailable
+from leasehold.model import Attempt, Job, JobStatus, Outcome, Schedule, ScheduleSpec
+
+
+class DriverStore:
+    """A Store on one driver (``sqlite.SqliteStore``, ``postgres.PostgresStore``)."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+
+    async def open(self) -> None:
+        await self.driver.open(partial(migrate, dialect=self.driver.dialect))
+
+    async def close(self) -> None:
+        await self.driver.close()
+
+    def subscribe(self, on_available: Callable[[], None]) -> None:
+        self.driver.subscribe(on_available)
+
+    async def now(self) -> datetime:
+        return await self.driver.now()
+
+    async def ping(self) -> None:
+        await self.driver.ping()
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    async def job_insert_many(self, new: Sequence[NewJob]) -> list[Inserted]:
+        one = len(new) == 1
+        return await self.driver.write(partial(jobs.insert, jobs=new), small=one, single=one)
+
+    async def job_insert_and_lease(
+        self, new: Sequence[NewJob], leases: Sequence[LeaseRequest]
+    ) -> InsertedAndLeased:
+        one = len(new) == 1
+        writes = [Write(partial(jobs.insert, jobs=new), single=one)]
+        writes += [Write(partial(leasing.lease, request=r)) for r in leases]
+        inserted, *leased = await self.driver.write_each(writes, small=one)
+        error: LeaseholdError | None = None
+        if isinstance(inserted, BaseException):
+            error = inserted if isinstance(inserted, LeaseholdError) else Unavailable(str(inserted))
+            inserted = []
+        return InsertedAndLeased(
+            inserted, error, [None if isinstance(a, BaseException) else a for a in leased]
+        )
+
+    async def job_lease(self, request: LeaseRequest) -> list[Job]:
+        lease = partial(leasing.lease, request=request)
+        return await self.driver.write(lease, small=request.max_jobs == 1)
+
+    async def job_get(self, job_id: int) -> Job | None:
+        async def get(tx: Tx) -> Job | None:
+            return (await tx.jobs_read([job_id])).get(job_id)
+
+        return await self.driver.read(get, point=True)
+
+    async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
+        return await self.driver.write(partial(jobs.decide, items=items), small=len(items) == 1)
+
+    async def jobs_expired(self, limit: int) -> list[Expired]:
+        return await self.driver.write(lambda tx: tx.jobs_expired(limit), single=True)
+
+    async def job_next_run_after(self, after: datetime) -> datetime | None:
+        return await self.driver.read(lambda tx: tx.job_next_run_after(after))
+
+    async def job_list(self, query: JobFilter) -> JobList:
+        return await self.driver.read(partial(jobs.page, query=query))
+
+    async def jobs_dead(self, query: DeadFilter) -> list[int]:
+        return await self.driver.read(lambda tx: tx.jobs_dead(query))
+
+    async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
+        return await self.driver.read(lambda tx: tx.attempts_list(job_id, page))
+
+    async def jobs_delete(self, query: DeleteFilter) -> int:
+        return await self.driver.write(partial(jobs.delete, query=query))
+
+    # -- counts and figures -------------------------------------------------------------------
+
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        return await self.driver.read(lambda tx: tx.names_known())
+
+    async def counts_by_status(self) -> dict[JobStatus, int]:
+        return await self.driver.read(jobs.counts_by_status)
+
+    async def stats(self, windows: Sequence[int]) -> StatsSnapshot:
+        return await self.driver.read(partial(figures.stats, windows=windows))
+
+    async def prune(self, keep_seconds: int) -> None:
+        await self.driver.write(lambda tx: tx.rollups_prune(keep_seconds), single=True)
+
+    async def counter_totals(self) -> dict[tuple[str, str], int]:
+        return await self.driver.read(lambda tx: tx.counter_totals())
+
+    # -- schedules and limits -------------------------------------------------------------
+
+    async def schedule_put(self, spec: ScheduleSpec, first: FirstFire) -> tuple[Schedule, bool]:
+        return await self.driver.write(partial(scheduling.put, spec=spec, first=first))
+
+    async def schedule_get(self, name: str) -> Schedule | None:
+        return await self.driver.read(lambda tx: tx.schedule_get(name))
+
+    async def schedule_list(self) -> list[Schedule]:
+        return await self.driver.read(lambda tx: tx.schedule_list())
+
+    async def schedule_delete(self, name: str) -> bool:
+        return await self.driver.write(lambda tx: tx.schedule_delete(name), single=True)
+
+    async def schedules_fire(self, plan: PlanFires, limit: int) -> list[Fired]:
+        return await self.driver.write(partial(scheduling.fire, plan=plan, limit=limit))
+
+    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
+        async def put(tx: Tx) -> KindLimit:
+            await tx.limit_upsert(kind, max_running)
+            (limit,) = await figures.limits(tx, [kind])
+            return limit
+
+        return await self.driver.write(put)
+
+    async def limit_delete(self, kind: str) -> bool:
+        return await self.driver.write(lambda tx: tx.limit_delete(kind), single=True)
+
+    async def limit_list(self) -> list[KindLimit]:
+        return await self.driver.read(figures.limits)
+
+    # -- queues and workers -------------------------------------------------------------------
+
+    async def queue_pause(self, queue: str) -> bool:
+        return await self.driver.write(lambda tx: tx.queue_pause(queue), single=True)
+
+    async def queue_resume(self, queue: str) -> bool:
+        async def resume(tx: Tx) -> bool:
+            resumed = await tx.queue_resume(queue)
+            if resumed:
+                tx.wake()  # its jobs may be leased now, on every coordinator
+            return resumed
+
+        return await self.driver.write(resume, single=True)
+
+    async def queues_snapshot(self, window_seconds: int) -> QueuesSnapshot:
+        return await self.driver.write(partial(figures.queues, window_seconds=window_seconds))
+
+    async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen:
+        return await self.driver.write(lambda tx: tx.worker_beat(beat), single=True)
+
+    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
+        return await self.driver.write(lambda tx: tx.workers_list(seen_within_seconds), single=True)
+
+    async def workers_forget(self, unseen_for_seconds: float) -> int:
+        return await self.driver.write(
+            lambda tx: tx.workers_forget(unseen_for_seconds), single=True
+        )

@@ -1,0 +1,70 @@
+"""What a transaction counts: events (with the value their rollups sum) and job counts.
+
+Every backend keeps the same figures the same way: the transaction that changes jobs adds
+to its ``Tally`` what it did (a job made, a lease granted, a decision written, a job
+deleted), and the driver writes the whole tally once, before the commit, into its counter
+tables (SQLite: ``counters``, ``rollups``, ``job_counts``; PostgreSQL: ``counters`` and
+``rollups``, sharded). So /stats never counts a million rows, and the counts commit with
+the changes they count or not at all. The one count kept in SQL is PostgreSQL's lease
+grant, a single statement that counts the rows it updates (DESIGN.md, "Storage").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from leasehold.model import Job, JobStatus, Outcome
+
+ENQUEUED = "enqueued"
+LEASED = "leased"
+
+
+@dataclass(slots=True)
+class Tally:
+    """Events by (name, kind), with the sum of their values, and job-count deltas by
+    (queue, kind, status)."""
+
+    events: Counter[tuple[str, str]] = field(default_factory=Counter)
+    sums: dict[tuple[str, str], float] = field(default_factory=dict)
+    counts: Counter[tuple[str, str, JobStatus]] = field(default_factory=Counter)
+
+    def event(self, name: str, kind: str, value: float = 0.0, n: int = 1) -> None:
+        self.events[name, kind] += n
+        self.sums[name, kind] = self.sums.get((name, kind), 0.0) + value
+
+    def made(self, job: Job) -> None:
+        """A job enqueued: its event, and one more job of its queue, kind and status."""
+        self.event(ENQUEUED, job.kind)
+        self.counts[job.queue, job.kind, job.status] += 1
+
+    def leased(self, job: Job, waited: float) -> None:
+        """A lease granted; ``waited``: seconds from the job's run_after to its lease."""
+        self.event(LEASED, job.kind, max(0.0, waited))
+        self.moved(job, JobStatus.QUEUED, JobStatus.RUNNING)
+
+    def decided(self, before: Job, outcome: Outcome) -> None:
+        """A rule's outcome written: the events it counts, and its change of status."""
+        for name, value in outcome.counted():
+            self.event(name, before.kind, value)
+        if outcome.changed:
+            self.moved(before, before.status, outcome.job.status)
+
+    def removed(self, queue: str, kind: str, status: JobStatus) -> None:
+        """A job deleted."""
+        self.counts[queue, kind, status] -= 1
+
+    def moved(self, job: Job, before: JobStatus, after: JobStatus) -> None:
+        if before is not after:
+            self.counts[job.queue, job.kind, before] -= 1
+            self.counts[job.queue, job.kind, after] += 1
+
+    def take(self) -> Tally:
+        """What was counted so far, leaving this tally empty (a driver folds it into the
+        statement it is about to send)."""
+        taken = Tally(self.events, self.sums, self.counts)
+        self.events, self.sums, self.counts = Counter(), {}, Counter()
+        return taken
+
+    def __bool__(self) -> bool:
+        return any(self.events.values()) or any(self.counts.values())
