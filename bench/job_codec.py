@@ -23,8 +23,8 @@ import orjson
 from leasehold import job_fields
 from leasehold.client._parse import parse_job
 from leasehold.coordinator.service.answer import job_bytes
-from leasehold.coordinator.store.postgres import store as postgres
-from leasehold.coordinator.store.sqlite import store as sqlite
+from leasehold.coordinator.store.postgres import tx as postgres
+from leasehold.coordinator.store.sqlite import tx as sqlite
 from leasehold.job_fields import Stored
 from leasehold.model import Job, JobStatus, Report
 

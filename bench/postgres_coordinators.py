@@ -37,7 +37,7 @@ from pathlib import Path
 import aiohttp
 
 from leasehold.coordinator.store.contract import LeaseRequest, NewJob
-from leasehold.coordinator.store.postgres.store import PostgresStore
+from leasehold.coordinator.store.postgres.driver import PostgresStore
 from tests.pgserver import PgServer, start_pg_server
 from tests.process import Coordinator
 

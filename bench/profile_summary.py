@@ -15,7 +15,10 @@ from pathlib import Path
 
 # (category, substrings of a frame that put a stack in it); the first match wins.
 CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("SQLite writer thread (statements, COMMIT)", ("SqliteStore._run",)),
+    (
+        "SQLite writer thread (statements, COMMIT)",
+        ("SqliteDriver._run", "SqliteDriver._commit_inline"),
+    ),
     ("logging", ("_proxy_to_logger", "LineBatcher", "PrintLogger", "BytesLogger")),
     ("request validation (pydantic)", ("solve_dependencies", "request_body_to_args")),
     ("answer serialisation", ("reply_json", "job_wire", "item_result_wire", "reply (")),

@@ -28,7 +28,7 @@ IN_PROCESS_MODULES = ("test_state_machine.py", "test_reaper_race.py")
 IN_PROCESS_FIXTURES = {"inproc", "start_inproc"}
 
 BACKENDS = ["sqlite"]
-if importlib.util.find_spec("leasehold.coordinator.store.postgres.store") is not None:
+if importlib.util.find_spec("leasehold.coordinator.store.postgres.driver") is not None:
     BACKENDS.append("postgres")
 
 

@@ -52,7 +52,7 @@ async def _back_to_migration_8(database_url: str, rows: list[tuple[int, int]]) -
                 "INSERT INTO lease_requests VALUES ('w1', 'r1', ?, ?, strftime('%s', 'now'))",
                 rows,
             )
-            conn.execute("DELETE FROM schema_migrations WHERE version >= 9")
+            conn.execute("DELETE FROM schema_migrations WHERE version = 9")
         conn.close()
         return
     import asyncpg

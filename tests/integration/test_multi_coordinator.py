@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from leasehold.coordinator.store.postgres.store import PostgresStore
+from leasehold.coordinator.store.postgres.driver import PostgresStore
 from leasehold.model import AttemptOutcome, JobStatus
 from tests.http import Answer, Api
 from tests.process import Coordinator, free_port

@@ -15,7 +15,7 @@ from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
 from leasehold.coordinator.service.wakeup import Waiter
 from leasehold.coordinator.store.contract import LeaseRequest, NewJob
-from leasehold.coordinator.store.postgres.store import PostgresStore
+from leasehold.coordinator.store.postgres.driver import PostgresStore
 from leasehold.errors import InvalidRequest, Unavailable
 from leasehold.model import AttemptOutcome, Job, JobStatus
 from tests.pgserver import PgServer

@@ -192,9 +192,10 @@ class Tx(Protocol):
 
     async def schedule_delete(self, name: str) -> bool: ...
 
-    async def schedules_due(self, limit: int) -> tuple[datetime, list[Schedule]]:
-        """Now, and the enabled schedules due by now, locked (those another transaction
-        holds are skipped: another coordinator is firing them)."""
+    async def schedules_due(self, limit: int) -> tuple[datetime | None, list[Schedule]]:
+        """Now (None may stand for it when none is due), and the enabled schedules due by
+        now, locked (those another transaction holds are skipped: another coordinator is
+        firing them)."""
         ...
 
     async def schedule_advance(self, schedule: Schedule, firing: Firing) -> bool:

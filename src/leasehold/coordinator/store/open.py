@@ -34,7 +34,7 @@ def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL
         # extra: without it, say how to install it rather than show an ImportError.
         if importlib.util.find_spec("asyncpg") is None:
             raise ValueError(MISSING_POSTGRES)
-        postgres = importlib.import_module("leasehold.coordinator.store.postgres.store")
+        postgres = importlib.import_module("leasehold.coordinator.store.postgres.driver")
         store: Store = postgres.PostgresStore(url)
         return store
     raise ValueError(f"unsupported database URL scheme {scheme!r}: use sqlite:/// or postgresql://")

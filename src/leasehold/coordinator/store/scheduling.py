@@ -25,8 +25,9 @@ async def put(tx: Tx, spec: ScheduleSpec, first: FirstFire) -> tuple[Schedule, b
 async def fire(tx: Tx, plan: PlanFires, limit: int) -> list[Fired]:
     """Fire up to ``limit`` due schedules (the module docstring)."""
     now, due = await tx.schedules_due(limit)
-    fired = []
+    fired: list[Fired] = []
     for schedule in due:
+        assert now is not None  # given with the schedules due
         firing = plan(schedule, now)
         runs = [scheduled_job(schedule, t) for t in firing.fire_times]
         inserted = await jobs.insert(tx, runs, compare=False) if runs else []

@@ -1,8 +1,9 @@
 """The WHERE clauses of the filtered reads and deletes, built once for every dialect.
 
-A ``Dialect`` says how its engine writes a placeholder, a substring test, membership in a
-list and an age; ``Where`` collects clauses and their parameters in order. The filters
-themselves (which fields, which comparison, which order) are written once below.
+A ``Dialect`` says how its engine writes a substring test, membership in a list and an age;
+``Where`` collects clauses and their parameters in order, each a ``?`` (PostgreSQL's
+driver numbers them). The filters themselves (which fields, which comparison, which order)
+are written once below.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ class Dialect:
     """How one engine spells what the filters need. Templates take ``{col}`` and ``{p}``
     (the placeholder of the value)."""
 
-    mark: Callable[[int], str]  # the placeholder of the n-th parameter, from 1
     contains: str  # {col} contains the text {p}
     any_of: str  # {col} is one of the list {p}
     as_list: Callable[[Sequence[Any]], Any]  # a list as that placeholder takes it
@@ -27,6 +27,7 @@ class Dialect:
     # keeps no clock of ours (SQLite: the driver gives the age as a time instead).
     older_than: str | None
     as_time: Callable[[Any], Any] = lambda value: value  # a datetime as the engine keeps it
+    indexed_by: str = ""  # {index} named for the planner (SQLite plans without statistics)
 
 
 @dataclass(slots=True)
@@ -39,15 +40,11 @@ class Where:
 
     def add(self, template: str, value: Any, column: str = "") -> None:
         self.params.append(value)
-        self.clauses.append(template.format(col=column, p=self.dialect.mark(len(self.params))))
+        self.clauses.append(template.format(col=column, p="?"))
 
     def equal(self, column: str, value: Any) -> None:
         if value is not None:
             self.add("{col} = {p}", value, column)
-
-    def next_mark(self) -> str:
-        """The placeholder the next parameter will take (a LIMIT's, say)."""
-        return self.dialect.mark(len(self.params) + 1)
 
     def sql(self) -> str:
         return " AND ".join(self.clauses) or "1 = 1"

@@ -33,10 +33,10 @@ class Tally:
         self.events[name, kind] += n
         self.sums[name, kind] = self.sums.get((name, kind), 0.0) + value
 
-    def made(self, job: Job) -> None:
-        """A job enqueued: its event, and one more job of its queue, kind and status."""
-        self.event(ENQUEUED, job.kind)
-        self.counts[job.queue, job.kind, job.status] += 1
+    def made(self, queue: str, kind: str) -> None:
+        """A job enqueued: its event, and one more queued job of its queue and kind."""
+        self.event(ENQUEUED, kind)
+        self.counts[queue, kind, JobStatus.QUEUED] += 1
 
     def leased(self, job: Job, waited: float) -> None:
         """A lease granted; ``waited``: seconds from the job's run_after to its lease."""
@@ -58,6 +58,22 @@ class Tally:
         if before is not after:
             self.counts[job.queue, job.kind, before] -= 1
             self.counts[job.queue, job.kind, after] += 1
+
+    def rows(self) -> list[tuple[str, str, str, int, float]]:
+        """Every change to write, as (name, kind, queue, n, value sum) rows of the counters
+        table, sorted (so that two transactions lock counter rows in one order): events
+        with the queue '', job counts under 'jobs:<status>'."""
+        events = [
+            (name, kind, "", n, self.sums[name, kind])
+            for (name, kind), n in self.events.items()
+            if n
+        ]
+        counts = [
+            (f"jobs:{status}", kind, queue, n, 0.0)
+            for (queue, kind, status), n in self.counts.items()
+            if n
+        ]
+        return sorted(events + counts)
 
     def take(self) -> Tally:
         """What was counted so far, leaving this tally empty (a driver folds it into the

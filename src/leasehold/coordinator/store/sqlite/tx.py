@@ -16,37 +16,29 @@ from leasehold import job_fields
 from leasehold.coordinator.store import sql
 from leasehold.coordinator.store.contract import (
     LEASE_REQUEST_WINDOW_SECONDS,
-    AttemptPage,
-    DeadFilter,
     DeleteFilter,
-    Expired,
     JobFilter,
     LeaseRequest,
     NewJob,
-    WorkerBeat,
-    WorkerSeen,
 )
 from leasehold.coordinator.store.driver import Narrow
 from leasehold.coordinator.store.migrations import Migration
+from leasehold.coordinator.store.portable import (
+    COLUMNS,
+    SCHEDULE_COLUMNS,
+    SCHEDULE_UPSERT,
+    PortableTx,
+    json_text,
+    schedule_params,
+)
 from leasehold.coordinator.store.sqlite import pick
 from leasehold.coordinator.store.tally import Tally
 from leasehold.job_fields import Stored
-from leasehold.model import (
-    Attempt,
-    AttemptOutcome,
-    CatchUp,
-    Firing,
-    Job,
-    JobStatus,
-    Outcome,
-    Schedule,
-    ScheduleSpec,
-)
+from leasehold.model import AttemptOutcome, Job, JobStatus, Outcome, Schedule, ScheduleSpec
 
-_COLUMNS: Final = job_fields.columns()
 # A job list's columns without payload and result (JSON null and SQL NULL in their place).
 _SUMMARY_COLUMNS: Final = job_fields.columns(lambda f: "NULL" if f.nullable else "'null'")
-_CHUNK: Final = 500  # ids or rows per statement, well under SQLite's variable limit
+_CHUNK: Final = 500  # rows per INSERT, well under SQLite's variable limit
 # The write of a decision, guarded by the token and status it was decided on.
 _GUARDED_WRITE: Final = (
     f"UPDATE jobs SET {job_fields.set_list(lambda _: '?')}"
@@ -65,13 +57,6 @@ _INSERT: Final = (
     " idempotency_key, request_hash, priority, queue, headers, timeout_seconds) VALUES "
 )
 _ROW: Final = "(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_SCHEDULE_COLUMNS: Final = (
-    "name, cron, timezone, kind, payload, queue, priority, max_attempts, catch_up, enabled,"
-    " next_fire_at, last_fire_at, created_at, updated_at"
-)
-_WORKER_COLUMNS: Final = (
-    "worker_id, host, pid, version, kinds, queues, concurrency, started_at, last_seen"
-)
 
 # SQLite keeps a flag as 0 or 1 and a time as seconds since the epoch; every other field
 # converts as job_fields.DECODE and ENCODE say.
@@ -91,29 +76,17 @@ _write_params: Final = job_fields.written_encoder(
 _PAYLOAD, _RESULT = job_fields.POSITION["payload"], job_fields.POSITION["result"]
 
 DIALECT: Final = sql.Dialect(
-    mark=lambda _: "?",
     contains="instr({col}, {p}) > 0",
     any_of="{col} IN (SELECT value FROM json_each({p}))",
     as_list=lambda values: orjson.dumps(list(values)).decode(),
     older_than=None,
     as_time=lambda value: value.timestamp(),
+    indexed_by="INDEXED BY {index}",
 )
-
-
-def _dt(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value, UTC) if value is not None else None
 
 
 def _time(value: float) -> datetime:
     return datetime.fromtimestamp(value, UTC)
-
-
-def _json(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def _names(value: tuple[str, ...] | None) -> str | None:
-    return _json(list(value)) if value is not None else None
 
 
 class TokenCounter:
@@ -128,10 +101,11 @@ class TokenCounter:
         return self.last
 
 
-class SqliteTx:
+class SqliteTx(PortableTx):
     """One transaction's statements on SQLite (``driver.Tx``)."""
 
     concurrent = False  # the writer thread is the database's only writer
+    dialect = DIALECT
 
     def __init__(self, conn: sqlite3.Connection, now: datetime, tokens: TokenCounter) -> None:
         self.conn = conn
@@ -149,36 +123,35 @@ class SqliteTx:
     def flush(self) -> None:
         """Write what the transaction counted (before its commit)."""
         tally = self.tally.take()
-        if tally.events:
-            self.conn.executemany(
-                "INSERT INTO counters (name, kind, value) VALUES (?, ?, ?)"
-                " ON CONFLICT (name, kind) DO UPDATE SET value = value + excluded.value",
-                [(name, kind, n) for (name, kind), n in tally.events.items()],
-            )
-            self.conn.executemany(
-                "INSERT INTO rollups (second, name, kind, count, total) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (second, name, kind) DO UPDATE"
-                " SET count = count + excluded.count, total = total + excluded.total",
-                [
-                    (int(self._stamp), name, kind, n, tally.sums[name, kind])
-                    for (name, kind), n in tally.events.items()
-                ],
-            )
-        counts = [(q, k, str(s), n) for (q, k, s), n in tally.counts.items() if n]
-        if counts:
-            self.conn.executemany(
-                "INSERT INTO job_counts (queue, kind, status, n) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (queue, kind, status) DO UPDATE SET n = n + excluded.n",
-                counts,
-            )
+        if not tally:
+            return
+        rows = tally.rows()
+        self.conn.executemany(
+            "INSERT INTO counters (name, kind, queue, value) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (name, kind, queue) DO UPDATE SET value = value + excluded.value",
+            [row[:4] for row in rows],
+        )
+        self.conn.executemany(
+            "INSERT INTO rollups (second, name, kind, count, total) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (second, name, kind) DO UPDATE"
+            " SET count = count + excluded.count, total = total + excluded.total",
+            [(int(self._stamp), n, k, c, t) for n, k, q, c, t in rows if not q],
+        )
 
-    def _rows(self, template: str, values: Sequence[Any]) -> list[Any]:
-        """``template`` (with ``{}`` for a list of marks) over ``values``, a chunk at a time."""
-        rows: list[Any] = []
-        for start in range(0, len(values), _CHUNK):
-            chunk = list(values[start : start + _CHUNK])
-            rows += self.conn.execute(template.format(",".join("?" * len(chunk))), chunk)
-        return rows
+    async def _all(self, statement: str, *params: Any) -> list[Any]:
+        return self.conn.execute(statement, params).fetchall()
+
+    async def _one(self, statement: str, *params: Any) -> Any:
+        return self.conn.execute(statement, params).fetchone()
+
+    async def _changed(self, statement: str, *params: Any) -> int:
+        return self.conn.execute(statement, params).rowcount
+
+    def _job(self, row: Any) -> Job:
+        return _job(row)
+
+    def _time(self, value: Any) -> datetime:
+        return _time(value)
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -192,7 +165,7 @@ class SqliteTx:
 
     def _insert_chunk(self, chunk: Sequence[NewJob]) -> list[Job | None]:
         params: list[Any] = []
-        payloads = [_json(new.payload) for new in chunk]
+        payloads = [json_text(new.payload) for new in chunk]
         for new, payload in zip(chunk, payloads, strict=True):
             run_after = new.run_after.timestamp() if new.run_after is not None else self._stamp
             params += (
@@ -205,7 +178,7 @@ class SqliteTx:
                 new.request_hash,
                 new.priority,
                 new.queue,
-                _json(new.headers) if new.headers is not None else None,
+                json_text(new.headers) if new.headers is not None else None,
                 new.timeout_seconds,
             )
         rows = self.conn.execute(
@@ -241,16 +214,8 @@ class SqliteTx:
             headers=new.headers,
             timeout_seconds=new.timeout_seconds,
         )
-        self.tally.made(job)
+        self.tally.made(job.queue, job.kind)
         return job
-
-    async def jobs_by_key(self, keys: Sequence[str]) -> dict[str, Job]:
-        rows = self._rows(f"SELECT {_COLUMNS} FROM jobs WHERE idempotency_key IN ({{}})", keys)
-        return {job.idempotency_key: job for job in map(_job, rows) if job.idempotency_key}
-
-    async def jobs_read(self, ids: Sequence[int]) -> dict[int, Job]:
-        rows = self._rows(f"SELECT {_COLUMNS} FROM jobs WHERE id IN ({{}})", ids)
-        return {row[0]: _job(row) for row in rows}
 
     async def jobs_lock(self, ids: Sequence[int]) -> tuple[datetime | None, dict[int, Job]]:
         jobs = await self.jobs_read(ids)
@@ -278,18 +243,10 @@ class SqliteTx:
             )
         return int(written)
 
-    async def jobs_expired(self, limit: int) -> list[Expired]:
-        rows = self.conn.execute(
-            "SELECT id, lease_token FROM jobs INDEXED BY jobs_running_expiry"
-            " WHERE status = 'running' AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?",
-            (self._stamp, limit),
-        )
-        return [Expired(job_id, token) for job_id, token in rows]
-
     async def jobs_page(self, query: JobFilter) -> AsyncGenerator[tuple[int, Job], None]:
         where = sql.job_list(query, DIALECT)
         index = _LIST_INDEXES[query.status is not None, query.kind is not None]
-        columns = _SUMMARY_COLUMNS if query.summary else _COLUMNS
+        columns = _SUMMARY_COLUMNS if query.summary else COLUMNS
         order = "DESC" if query.descending else ""
         statement = (
             f"SELECT {columns} FROM jobs {index} WHERE {where.sql()} ORDER BY id {order} LIMIT ?"
@@ -297,11 +254,6 @@ class SqliteTx:
         # Row by row, so a page over its budget is never read whole into memory.
         for row in self.conn.execute(statement, [*where.params, query.limit]):
             yield len(row[_PAYLOAD]) + len(row[_RESULT] or ""), _job(row)
-
-    async def jobs_dead(self, query: DeadFilter) -> list[int]:
-        where = sql.dead(query, DIALECT)
-        statement = f"SELECT id FROM jobs WHERE {where.sql()} ORDER BY id LIMIT ?"
-        return [i for (i,) in self.conn.execute(statement, [*where.params, query.limit])]
 
     async def jobs_delete(self, query: DeleteFilter) -> list[tuple[str, str, JobStatus]]:
         if query.finished_age_seconds is not None:  # the age by our clock, as a time
@@ -322,7 +274,7 @@ class SqliteTx:
         ]
         if not ids:
             return []
-        listed = _json(ids)
+        listed = json_text(ids)
         self.conn.execute(
             "DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(?))", (listed,)
         )
@@ -334,19 +286,7 @@ class SqliteTx:
         return [(queue, kind, JobStatus(status)) for queue, kind, status in rows]
 
     async def job_next_run_after(self, after: datetime) -> datetime | None:
-        return _dt(pick.queued_head(self.conn, None, after.timestamp()))
-
-    async def attempts_list(self, job_id: int, page: AttemptPage | None) -> list[Attempt]:
-        page = page or AttemptPage(limit=-1)  # a negative LIMIT is no limit
-        rows = self.conn.execute(
-            "SELECT job_id, token, worker_id, leased_at, finished_at, outcome, error"
-            " FROM attempts WHERE job_id = ? AND token > ? ORDER BY token LIMIT ?",
-            (job_id, page.after_token or 0, page.limit),
-        )
-        return [
-            Attempt(j, t, w, _time(leased), _dt(finished), AttemptOutcome(outcome), error)
-            for j, t, w, leased, finished, outcome, error in rows
-        ]
+        return self._maybe_time(pick.queued_head(self.conn, None, after.timestamp()))
 
     # -- leasing ----------------------------------------------------------------------------
 
@@ -370,9 +310,9 @@ class SqliteTx:
             " attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :expires,"
             " lease_seconds = :seconds, leased_at = :now, report = NULL"
             " WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'queued'"
-            f" RETURNING {_COLUMNS}",
+            f" RETURNING {COLUMNS}",
             {
-                "ids": _json([head[2] for head in found]),
+                "ids": json_text([head[2] for head in found]),
                 "now": self._stamp,
                 "owner": request.worker_id,
                 "expires": self._stamp + request.lease_seconds,
@@ -392,7 +332,7 @@ class SqliteTx:
 
     def _limited(self, request: LeaseRequest) -> bool:
         """Whether a paused queue or a kind's limit could apply to what the request takes."""
-        paused = self.paused_queues_now()
+        paused = {queue for (queue,) in self.conn.execute("SELECT queue FROM queue_pauses")}
         if paused and (request.queues is None or not paused.isdisjoint(request.queues)):
             return True
         limited = {k for (k,) in self.conn.execute("SELECT kind FROM kind_limits")}
@@ -416,16 +356,10 @@ class SqliteTx:
             (
                 request.worker_id,
                 request.request_id,
-                _json([[j.id, j.lease_token] for j in jobs]),
+                json_text([[j.id, j.lease_token] for j in jobs]),
                 self._stamp,
             ),
         )
-
-    def paused_queues_now(self) -> set[str]:
-        return {queue for (queue,) in self.conn.execute("SELECT queue FROM queue_pauses")}
-
-    async def paused_queues(self) -> set[str]:
-        return self.paused_queues_now()
 
     async def queued_queues(self) -> list[str]:
         return pick.queued_queues(self.conn)
@@ -442,196 +376,42 @@ class SqliteTx:
         rows = self.conn.execute(
             "SELECT kind, max_running FROM kind_limits"
             " WHERE kind IN (SELECT value FROM json_each(?))",
-            (_json(list(kinds)),),
+            (json_text(list(kinds)),),
         )
         return dict(rows.fetchall())
-
-    async def running(self, kinds: Sequence[str]) -> dict[str, int]:
-        """From the kept counts: exact, and no index on running jobs to keep up."""
-        if not kinds:
-            return {}
-        rows = self.conn.execute(
-            "SELECT kind, sum(n) FROM job_counts WHERE status = 'running'"
-            " AND kind IN (SELECT value FROM json_each(?)) GROUP BY kind",
-            (_json(list(kinds)),),
-        )
-        return {kind: int(n) for kind, n in rows}
 
     # -- counts and figures -----------------------------------------------------------------
 
-    async def job_counts(self) -> list[tuple[str, str, JobStatus, int]]:
-        rows = self.conn.execute("SELECT queue, kind, status, n FROM job_counts WHERE n <> 0")
-        return [(queue, kind, JobStatus(status), n) for queue, kind, status, n in rows]
-
-    async def status_counts(self) -> list[tuple[JobStatus, int]]:
-        rows = self.conn.execute("SELECT status, count(*) FROM jobs GROUP BY status")
-        return [(JobStatus(status), n) for status, n in rows]
-
-    async def names_known(self) -> tuple[set[str], set[str]]:
-        kinds = {k for (k,) in self.conn.execute("SELECT DISTINCT kind FROM job_counts")}
-        queues = {q for (q,) in self.conn.execute("SELECT DISTINCT queue FROM job_counts")}
-        return kinds, queues
-
-    async def counter_totals(self) -> dict[tuple[str, str], int]:
-        rows = self.conn.execute("SELECT name, kind, value FROM counters")
-        return {(name, kind): value for name, kind, value in rows}
-
-    async def window_sums(self, seconds: int) -> dict[tuple[str, str], tuple[int, float]]:
-        rows = self.conn.execute(
-            "SELECT name, kind, sum(count), sum(total) FROM rollups"
-            " WHERE second > ? GROUP BY name, kind",
-            (int(self._stamp) - seconds,),
-        )
-        return {(name, kind): (n, total) for name, kind, n, total in rows}
-
-    async def rollups_prune(self, keep_seconds: int) -> None:
-        self.conn.execute(
-            "DELETE FROM rollups WHERE second < ?", (int(self._stamp) - keep_seconds,)
-        )
-
     async def oldest_queued(self, queue: str | None) -> datetime | None:
-        return _dt(pick.queued_head(self.conn, queue, None))
-
-    async def completed_by_queue(self, seconds: float) -> dict[str, int]:
-        rows = self.conn.execute(
-            "SELECT queue, count(*) FROM jobs INDEXED BY jobs_finished"
-            " WHERE status = 'completed' AND finished_at IS NOT NULL AND finished_at > ?"
-            " GROUP BY queue",
-            (self._stamp - seconds,),
-        )
-        return dict(rows.fetchall())
+        return self._maybe_time(pick.queued_head(self.conn, queue, None))
 
     # -- schedules and limits ---------------------------------------------------------------
 
     async def schedule_upsert(
         self, spec: ScheduleSpec, next_fire_at: datetime, now: datetime
     ) -> tuple[Schedule, bool]:
-        existed = self.conn.execute("SELECT 1 FROM schedules WHERE name = ?", (spec.name,))
-        created = existed.fetchone() is None
-        row = self.conn.execute(
-            f"INSERT INTO schedules ({_SCHEDULE_COLUMNS})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)"
-            " ON CONFLICT (name) DO UPDATE SET cron = excluded.cron,"
-            " timezone = excluded.timezone, kind = excluded.kind, payload = excluded.payload,"
-            " queue = excluded.queue, priority = excluded.priority,"
-            " max_attempts = excluded.max_attempts, catch_up = excluded.catch_up,"
-            " enabled = excluded.enabled, next_fire_at = excluded.next_fire_at,"
-            f" updated_at = excluded.updated_at RETURNING {_SCHEDULE_COLUMNS}",
-            (
-                spec.name,
-                spec.cron,
-                spec.timezone,
-                spec.kind,
-                _json(spec.payload),
-                spec.queue,
-                spec.priority,
-                spec.max_attempts,
-                spec.catch_up,
-                spec.enabled,
-                next_fire_at.timestamp(),
-                now.timestamp(),
-                now.timestamp(),
-            ),
-        ).fetchone()
-        return _schedule(row), created
+        created = await self._one("SELECT 1 FROM schedules WHERE name = ?", spec.name) is None
+        row = await self._one(
+            f"INSERT INTO schedules ({SCHEDULE_COLUMNS})"
+            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) {SCHEDULE_UPSERT}"
+            f" RETURNING {SCHEDULE_COLUMNS}",
+            *schedule_params(spec),
+            next_fire_at.timestamp(),
+            now.timestamp(),
+            now.timestamp(),
+        )
+        return self._schedule(row), created
 
-    async def schedule_get(self, name: str) -> Schedule | None:
-        row = self.conn.execute(
-            f"SELECT {_SCHEDULE_COLUMNS} FROM schedules WHERE name = ?", (name,)
-        ).fetchone()
-        return _schedule(row) if row is not None else None
-
-    async def schedule_list(self) -> list[Schedule]:
-        rows = self.conn.execute(f"SELECT {_SCHEDULE_COLUMNS} FROM schedules ORDER BY name")
-        return [_schedule(r) for r in rows]
-
-    async def schedule_delete(self, name: str) -> bool:
-        return self.conn.execute("DELETE FROM schedules WHERE name = ?", (name,)).rowcount == 1
-
-    async def schedules_due(self, limit: int) -> tuple[datetime, list[Schedule]]:
-        rows = self.conn.execute(
-            f"SELECT {_SCHEDULE_COLUMNS} FROM schedules INDEXED BY schedules_due"
+    async def schedules_due(self, limit: int) -> tuple[datetime | None, list[Schedule]]:
+        rows = await self._all(
+            f"SELECT {SCHEDULE_COLUMNS} FROM schedules INDEXED BY schedules_due"
             " WHERE enabled = 1 AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?",
-            (self._stamp, limit),
+            self._stamp,
+            limit,
         )
-        return self._now, [_schedule(r) for r in rows]
-
-    async def schedule_advance(self, schedule: Schedule, firing: Firing) -> bool:
-        last = max(firing.fire_times).timestamp() if firing.fire_times else None
-        moved = self.conn.execute(
-            "UPDATE schedules SET next_fire_at = ?, last_fire_at = coalesce(?, last_fire_at)"
-            " WHERE name = ? AND next_fire_at = ?",
-            (
-                firing.next_fire_at.timestamp(),
-                last,
-                schedule.spec.name,
-                schedule.next_fire_at.timestamp(),
-            ),
-        )
-        return moved.rowcount == 1
-
-    async def limit_upsert(self, kind: str, max_running: int) -> None:
-        self.conn.execute(
-            "INSERT INTO kind_limits (kind, max_running) VALUES (?, ?)"
-            " ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running",
-            (kind, max_running),
-        )
-
-    async def limit_delete(self, kind: str) -> bool:
-        return self.conn.execute("DELETE FROM kind_limits WHERE kind = ?", (kind,)).rowcount == 1
-
-    async def limits_all(self) -> list[tuple[str, int]]:
-        rows = self.conn.execute("SELECT kind, max_running FROM kind_limits ORDER BY kind")
-        return rows.fetchall()
+        return self._now, [self._schedule(r) for r in rows]
 
     # -- queues and workers -----------------------------------------------------------------
-
-    async def queue_pause(self, queue: str) -> bool:
-        cursor = self.conn.execute(
-            "INSERT INTO queue_pauses (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            (queue, self._stamp),
-        )
-        return cursor.rowcount == 1
-
-    async def queue_resume(self, queue: str) -> bool:
-        return self.conn.execute("DELETE FROM queue_pauses WHERE queue = ?", (queue,)).rowcount == 1
-
-    async def queue_pauses(self) -> dict[str, datetime]:
-        rows = self.conn.execute("SELECT queue, paused_at FROM queue_pauses")
-        return {queue: _time(t) for queue, t in rows}
-
-    async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen:
-        row = self.conn.execute(
-            f"INSERT INTO workers ({_WORKER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (worker_id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
-            " version = excluded.version, kinds = excluded.kinds, queues = excluded.queues,"
-            " concurrency = excluded.concurrency, started_at = excluded.started_at,"
-            f" last_seen = excluded.last_seen RETURNING {_WORKER_COLUMNS}",
-            (
-                beat.worker_id,
-                beat.host,
-                beat.pid,
-                beat.version,
-                _names(beat.kinds),
-                _names(beat.queues),
-                beat.concurrency,
-                beat.started_at.timestamp(),
-                self._stamp,
-            ),
-        ).fetchone()
-        return _worker(row)
-
-    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
-        rows = self.conn.execute(
-            f"SELECT {_WORKER_COLUMNS} FROM workers WHERE last_seen >= ?"
-            " ORDER BY last_seen DESC, worker_id",
-            (self._stamp - seen_within_seconds,),
-        )
-        return [_worker(r) for r in rows]
-
-    async def workers_forget(self, unseen_for_seconds: float) -> int:
-        before = self._stamp - unseen_for_seconds
-        return self.conn.execute("DELETE FROM workers WHERE last_seen < ?", (before,)).rowcount
 
     # -- schema -----------------------------------------------------------------------------
 
@@ -664,34 +444,3 @@ def _statements(script: str) -> list[str]:
     if pending.strip():
         statements.append(pending.strip())
     return statements
-
-
-def _schedule(row: tuple[Any, ...]) -> Schedule:
-    spec = ScheduleSpec(
-        name=row[0],
-        cron=row[1],
-        timezone=row[2],
-        kind=row[3],
-        payload=orjson.loads(row[4]),
-        queue=row[5],
-        priority=row[6],
-        max_attempts=row[7],
-        catch_up=CatchUp(row[8]),
-        enabled=bool(row[9]),
-    )
-    return Schedule(spec, _time(row[10]), _time(row[12]), _time(row[13]), _dt(row[11]))
-
-
-def _worker(row: tuple[Any, ...]) -> WorkerSeen:
-    kinds, queues = row[4], row[5]
-    beat = WorkerBeat(
-        worker_id=row[0],
-        host=row[1],
-        pid=row[2],
-        version=row[3],
-        kinds=tuple(orjson.loads(kinds)) if kinds is not None else None,
-        queues=tuple(orjson.loads(queues)) if queues is not None else None,
-        concurrency=row[6],
-        started_at=_time(row[7]),
-    )
-    return WorkerSeen(beat, _time(row[8]))

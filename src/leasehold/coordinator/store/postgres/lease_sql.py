@@ -165,7 +165,7 @@ RUNNING: Final = (
     "SELECT kind, sum(value)::bigint AS n FROM counters WHERE name = 'jobs:running'"
     " AND kind = ANY($1::text[]) GROUP BY kind"
 )
-OLDEST_AVAILABLE: Final = (
+OLDEST_QUEUED: Final = (
     # The oldest head of each priority level (a loose index scan over jobs_pick).
     f"{_LEVELS} SELECT min((SELECT run_after FROM jobs WHERE status = 'queued'"
     " AND priority = p.priority ORDER BY priority DESC, run_after LIMIT 1))"
@@ -185,7 +185,18 @@ QUEUED_QUEUES: Final = (
     " ORDER BY queue, priority DESC LIMIT 1) FROM q WHERE q.queue IS NOT NULL"
     ") SELECT queue FROM q WHERE queue IS NOT NULL"
 )
-PAUSED: Final = "SELECT queue FROM queue_pauses"
+OLDEST_QUEUED_IN: Final = (
+    # The oldest queued job of one queue: the oldest head of each of its priority levels.
+    "WITH RECURSIVE p(priority) AS ("
+    " (SELECT priority FROM jobs WHERE status = 'queued' AND queue = $1"
+    " ORDER BY priority DESC LIMIT 1)"
+    " UNION ALL SELECT (SELECT priority FROM jobs WHERE status = 'queued' AND queue = $1"
+    " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+    " FROM p WHERE p.priority IS NOT NULL"
+    ") SELECT min((SELECT run_after FROM jobs WHERE status = 'queued' AND queue = $1"
+    " AND priority = p.priority ORDER BY priority DESC, run_after LIMIT 1))"
+    " FROM p WHERE p.priority IS NOT NULL"
+)
 
 
 @lru_cache(maxsize=2)

@@ -1,0 +1,359 @@
+"""The statements both engines run as written, each once: a driver's ``Tx`` inherits them
+and writes only the statements its engine needs otherwise (its clock, its locks, its
+indexes, its counter tables).
+
+Parameters are ``?`` here and in ``sql``'s filters; a driver's ``_all``, ``_one`` and
+``_changed`` run a statement on its connection (PostgreSQL numbering the marks). Rows are
+read by position; a driver converts its stored times (``_time``) and jobs (``_job``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import orjson
+
+from leasehold import job_fields
+from leasehold.coordinator.store import sql
+from leasehold.coordinator.store.contract import (
+    AttemptPage,
+    DeadFilter,
+    Expired,
+    WorkerBeat,
+    WorkerSeen,
+)
+from leasehold.model import (
+    Attempt,
+    AttemptOutcome,
+    CatchUp,
+    Firing,
+    Job,
+    JobStatus,
+    Schedule,
+    ScheduleSpec,
+)
+
+COLUMNS: Final = job_fields.columns()
+SCHEDULE_COLUMNS: Final = (
+    "name, cron, timezone, kind, payload, queue, priority, max_attempts, catch_up, enabled,"
+    " next_fire_at, last_fire_at, created_at, updated_at"
+)
+WORKER_COLUMNS: Final = (
+    "worker_id, host, pid, version, kinds, queues, concurrency, started_at, last_seen"
+)
+WORKER_UPSERT: Final = (
+    " ON CONFLICT (worker_id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
+    " version = excluded.version, kinds = excluded.kinds, queues = excluded.queues,"
+    " concurrency = excluded.concurrency, started_at = excluded.started_at,"
+    f" last_seen = excluded.last_seen RETURNING {WORKER_COLUMNS}"
+)
+SCHEDULE_UPSERT: Final = (
+    " ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, timezone = excluded.timezone,"
+    " kind = excluded.kind, payload = excluded.payload, queue = excluded.queue,"
+    " priority = excluded.priority, max_attempts = excluded.max_attempts,"
+    " catch_up = excluded.catch_up, enabled = excluded.enabled,"
+    " next_fire_at = excluded.next_fire_at, updated_at = excluded.updated_at"
+)
+_NO_LIMIT: Final = 2**62
+
+
+def json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def names_json(value: tuple[str, ...] | None) -> str | None:
+    """A worker's kinds or queues as stored: a JSON list, or NULL for any."""
+    return json_text(list(value)) if value is not None else None
+
+
+def schedule_params(spec: ScheduleSpec) -> tuple[Any, ...]:
+    """A schedule's columns from ``name`` to ``enabled``, as an upsert gives them."""
+    return (
+        spec.name,
+        spec.cron,
+        spec.timezone,
+        spec.kind,
+        json_text(spec.payload),
+        spec.queue,
+        spec.priority,
+        spec.max_attempts,
+        spec.catch_up,
+        spec.enabled,
+    )
+
+
+class PortableTx:
+    """The statements common to every engine (see the module docstring)."""
+
+    dialect: sql.Dialect
+
+    async def _all(self, statement: str, *params: Any) -> list[Any]:
+        raise NotImplementedError
+
+    async def _one(self, statement: str, *params: Any) -> Any:
+        raise NotImplementedError
+
+    async def _changed(self, statement: str, *params: Any) -> int:
+        """Run a statement; how many rows it changed."""
+        raise NotImplementedError
+
+    def _job(self, row: Any) -> Job:
+        raise NotImplementedError
+
+    def _time(self, value: Any) -> datetime:
+        """A stored time as an aware datetime."""
+        raise NotImplementedError
+
+    def _stored(self, value: datetime) -> Any:
+        """A datetime as the engine stores it."""
+        return self.dialect.as_time(value)
+
+    async def now(self) -> datetime:
+        raise NotImplementedError
+
+    async def _ago(self, seconds: float) -> Any:
+        """The stored time ``seconds`` before the transaction's now."""
+        return self._stored(await self.now() - timedelta(seconds=seconds))
+
+    def _index(self, name: str) -> str:
+        return self.dialect.indexed_by.format(index=name) if self.dialect.indexed_by else ""
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    async def jobs_read(self, ids: Sequence[int]) -> dict[int, Job]:
+        if len(ids) == 1:  # a point read: one row by its key, the plan a primary-key probe
+            row = await self._one(f"SELECT {COLUMNS} FROM jobs WHERE id = ?", ids[0])
+            return {ids[0]: self._job(row)} if row is not None else {}
+        return {job.id: job for job in await self._jobs_where("id", ids)}
+
+    async def jobs_by_key(self, keys: Sequence[str]) -> dict[str, Job]:
+        jobs = await self._jobs_where("idempotency_key", keys)
+        return {job.idempotency_key: job for job in jobs if job.idempotency_key is not None}
+
+    async def _jobs_where(self, column: str, values: Sequence[Any]) -> list[Job]:
+        where = sql.Where(self.dialect)
+        where.add(self.dialect.any_of, self.dialect.as_list(list(values)), column)
+        rows = await self._all(f"SELECT {COLUMNS} FROM jobs WHERE {where.sql()}", *where.params)
+        return [self._job(row) for row in rows]
+
+    async def jobs_dead(self, query: DeadFilter) -> list[int]:
+        where = sql.dead(query, self.dialect)
+        statement = f"SELECT id FROM jobs WHERE {where.sql()} ORDER BY id LIMIT ?"
+        return [row[0] for row in await self._all(statement, *where.params, query.limit)]
+
+    async def attempts_list(self, job_id: int, page: AttemptPage | None) -> list[Attempt]:
+        page = page or AttemptPage(limit=_NO_LIMIT)
+        rows = await self._all(
+            "SELECT job_id, token, worker_id, leased_at, finished_at, outcome, error"
+            " FROM attempts WHERE job_id = ? AND token > ? ORDER BY token LIMIT ?",
+            job_id,
+            page.after_token or 0,
+            page.limit,
+        )
+        return [
+            Attempt(j, t, w, self._time(leased), self._maybe_time(ended), AttemptOutcome(o), e)
+            for j, t, w, leased, ended, o, e in rows
+        ]
+
+    async def jobs_expired(self, limit: int) -> list[Expired]:
+        rows = await self._all(
+            f"SELECT id, lease_token FROM jobs {self._index('jobs_running_expiry')}"
+            " WHERE status = 'running' AND lease_expires_at <= ?"
+            " ORDER BY lease_expires_at LIMIT ?",
+            await self._ago(0),
+            limit,
+        )
+        return [Expired(job_id, token) for job_id, token in rows]
+
+    async def status_counts(self) -> list[tuple[JobStatus, int]]:
+        rows = await self._all("SELECT status, count(*) FROM jobs GROUP BY status")
+        return [(JobStatus(status), n) for status, n in rows]
+
+    # -- the kept counts (store/tally.py) -----------------------------------------------------
+
+    async def job_counts(self) -> list[tuple[str, str, JobStatus, int]]:
+        rows = await self._all(
+            "SELECT queue, kind, name, CAST(sum(value) AS BIGINT) FROM counters"
+            " WHERE name LIKE 'jobs:%' GROUP BY name, kind, queue"
+        )
+        return [(q, k, JobStatus(name.removeprefix("jobs:")), n) for q, k, name, n in rows if n]
+
+    async def names_known(self) -> tuple[set[str], set[str]]:
+        kinds = await self._all("SELECT DISTINCT kind FROM counters WHERE name LIKE 'jobs:%'")
+        queues = await self._all(
+            "SELECT DISTINCT queue FROM counters WHERE name LIKE 'jobs:%' AND queue <> ''"
+        )
+        return {row[0] for row in kinds}, {row[0] for row in queues}
+
+    async def counter_totals(self) -> dict[tuple[str, str], int]:
+        rows = await self._all(
+            "SELECT name, kind, CAST(sum(value) AS BIGINT) FROM counters"
+            " WHERE name NOT LIKE 'jobs:%' GROUP BY name, kind"
+        )
+        return {(name, kind): n for name, kind, n in rows if n}
+
+    async def running(self, kinds: Sequence[str]) -> dict[str, int]:
+        """Running jobs of each kind, from the kept counts: exact for what has committed
+        (they commit with the changes they count), and no index on running jobs to keep."""
+        if not kinds:
+            return {}
+        where = sql.Where(self.dialect)
+        where.equal("name", "jobs:running")
+        where.add(self.dialect.any_of, self.dialect.as_list(list(kinds)), "kind")
+        statement = f"SELECT kind, CAST(sum(value) AS BIGINT) FROM counters WHERE {where.sql()} GROUP BY kind"
+        return {kind: int(n) for kind, n in await self._all(statement, *where.params)}
+
+    async def window_sums(self, seconds: int) -> dict[tuple[str, str], tuple[int, float]]:
+        rows = await self._all(
+            "SELECT name, kind, CAST(sum(count) AS BIGINT), sum(total) FROM rollups"
+            " WHERE second > ? GROUP BY name, kind",
+            int((await self.now()).timestamp()) - seconds,
+        )
+        return {(name, kind): (n, total) for name, kind, n, total in rows}
+
+    async def rollups_prune(self, keep_seconds: int) -> None:
+        horizon = int((await self.now()).timestamp()) - keep_seconds
+        await self._changed("DELETE FROM rollups WHERE second < ?", horizon)
+
+    async def completed_by_queue(self, seconds: float) -> dict[str, int]:
+        rows = await self._all(
+            f"SELECT queue, count(*) FROM jobs {self._index('jobs_finished')}"
+            " WHERE status = 'completed' AND finished_at IS NOT NULL AND finished_at > ?"
+            " GROUP BY queue",
+            await self._ago(seconds),
+        )
+        return {queue: n for queue, n in rows}
+
+    # -- schedules and limits ---------------------------------------------------------------
+
+    async def schedule_get(self, name: str) -> Schedule | None:
+        row = await self._one(f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE name = ?", name)
+        return self._schedule(row) if row is not None else None
+
+    async def schedule_list(self) -> list[Schedule]:
+        rows = await self._all(f"SELECT {SCHEDULE_COLUMNS} FROM schedules ORDER BY name")
+        return [self._schedule(row) for row in rows]
+
+    async def schedule_delete(self, name: str) -> bool:
+        return await self._changed("DELETE FROM schedules WHERE name = ?", name) == 1
+
+    async def schedule_advance(self, schedule: Schedule, firing: Firing) -> bool:
+        """The compare-and-set that moves a schedule on: only from the fire time read."""
+        last = self._stored(max(firing.fire_times)) if firing.fire_times else None
+        moved = await self._changed(
+            "UPDATE schedules SET next_fire_at = ?, last_fire_at = coalesce(?, last_fire_at)"
+            " WHERE name = ? AND next_fire_at = ?",
+            self._stored(firing.next_fire_at),
+            last,
+            schedule.spec.name,
+            self._stored(schedule.next_fire_at),
+        )
+        return moved == 1
+
+    async def limit_upsert(self, kind: str, max_running: int) -> None:
+        await self._changed(
+            "INSERT INTO kind_limits (kind, max_running) VALUES (?, ?)"
+            " ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running",
+            kind,
+            max_running,
+        )
+
+    async def limit_delete(self, kind: str) -> bool:
+        return await self._changed("DELETE FROM kind_limits WHERE kind = ?", kind) == 1
+
+    async def limits_all(self) -> list[tuple[str, int]]:
+        rows = await self._all("SELECT kind, max_running FROM kind_limits ORDER BY kind")
+        return [(kind, n) for kind, n in rows]
+
+    # -- queues and workers -----------------------------------------------------------------
+
+    async def queue_resume(self, queue: str) -> bool:
+        return await self._changed("DELETE FROM queue_pauses WHERE queue = ?", queue) == 1
+
+    async def queue_pauses(self) -> dict[str, datetime]:
+        rows = await self._all("SELECT queue, paused_at FROM queue_pauses")
+        return {queue: self._time(since) for queue, since in rows}
+
+    async def paused_queues(self) -> set[str]:
+        return {row[0] for row in await self._all("SELECT queue FROM queue_pauses")}
+
+    async def queue_pause(self, queue: str) -> bool:
+        added = await self._changed(
+            "INSERT INTO queue_pauses (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            queue,
+            await self._ago(0),
+        )
+        return added == 1
+
+    async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen:
+        row = await self._one(
+            f"INSERT INTO workers ({WORKER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            + WORKER_UPSERT,
+            beat.worker_id,
+            beat.host,
+            beat.pid,
+            beat.version,
+            names_json(beat.kinds),
+            names_json(beat.queues),
+            beat.concurrency,
+            self._stored(beat.started_at),
+            await self._ago(0),
+        )
+        return self._worker(row)
+
+    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
+        rows = await self._all(
+            f"SELECT {WORKER_COLUMNS} FROM workers WHERE last_seen >= ?"
+            " ORDER BY last_seen DESC, worker_id",
+            await self._ago(seen_within_seconds),
+        )
+        return [self._worker(row) for row in rows]
+
+    async def workers_forget(self, unseen_for_seconds: float) -> int:
+        before = await self._ago(unseen_for_seconds)
+        return await self._changed("DELETE FROM workers WHERE last_seen < ?", before)
+
+    # -- rows -------------------------------------------------------------------------------
+
+    def _maybe_time(self, value: Any) -> datetime | None:
+        return self._time(value) if value is not None else None
+
+    def _schedule(self, row: Sequence[Any]) -> Schedule:
+        row = tuple(row)
+        name, cron, zone, kind, payload, queue, priority, attempts, catch_up, enabled = row[:10]
+        spec = ScheduleSpec(
+            name=name,
+            cron=cron,
+            timezone=zone,
+            kind=kind,
+            payload=orjson.loads(payload),
+            queue=queue,
+            priority=priority,
+            max_attempts=attempts,
+            catch_up=CatchUp(catch_up),
+            enabled=bool(enabled),
+        )
+        next_fire, last_fire, created, updated = row[10:14]
+        return Schedule(
+            spec,
+            self._time(next_fire),
+            self._time(created),
+            self._time(updated),
+            self._maybe_time(last_fire),
+        )
+
+    def _worker(self, row: Sequence[Any]) -> WorkerSeen:
+        worker_id, host, pid, version, kinds, queues, concurrency, started, seen = tuple(row)
+        beat = WorkerBeat(
+            worker_id=worker_id,
+            host=host,
+            pid=pid,
+            version=version,
+            kinds=tuple(orjson.loads(kinds)) if kinds is not None else None,
+            queues=tuple(orjson.loads(queues)) if queues is not None else None,
+            concurrency=concurrency,
+            started_at=self._time(started),
+        )
+        return WorkerSeen(beat, self._time(seen))
