@@ -1,12 +1,10 @@
-"""The Store protocol: what the coordinator needs from a database, and nothing more.
+"""The store's contract: what the coordinator needs from a database, and nothing more.
 
-Methods are named noun_verb and take frozen parameter objects, so a backend is a
-translation of each method into its own SQL. Every backend supplies "now" itself: the
-embedded SQLite store from the coordinator's clock (it is the only writer), PostgreSQL
-from the database's clock, so that coordinators with skewed clocks agree on expiry.
-
-The rules are not here: a backend reads a job, hands it to a ``Decide`` function from
-``leasehold.coordinator.rules.transitions`` and writes what it returns, within one transaction.
+``Store`` is what the service calls, one transaction per method, named noun_verb, taking and
+answering the plain data below. Every backend is the same ``store.DriverStore`` on its own
+driver (DESIGN.md §11). The rules are not here: the store is handed a ``Decide`` function
+(``coordinator/service/decisions.py``) and applies it to the job it reads, inside its
+transaction.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from leasehold.model import (
 @dataclass(frozen=True, slots=True)
 class DeleteFilter:
     """Which jobs a delete takes. Every given field must match; ``statuses`` never holds
-    running (the rule is ``core.transitions.DELETABLE``)."""
+    running (the rule is ``rules.transitions.DELETABLE``)."""
 
     statuses: tuple[JobStatus, ...]
     ids: tuple[int, ...] | None = None

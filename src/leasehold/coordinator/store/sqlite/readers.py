@@ -1,7 +1,7 @@
 """Read-only SQLite connections, so reads never wait behind the writer thread.
 
 WAL lets readers and one writer work at once: a read transaction sees the last commit made
-before it began and takes no lock the writer waits for. The writer thread (sqlite.py) is
+before it began and takes no lock the writer waits for. The writer thread (driver.py) is
 kept for changes; listing jobs, reading one, the figures and the schedules run here, on a
 few threads of their own, each with its own connection (``PRAGMA query_only``: a bug that
 writes fails loudly instead of racing the writer).
