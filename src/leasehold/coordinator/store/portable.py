@@ -21,6 +21,7 @@ from leasehold.coordinator.store.contract import (
     AttemptPage,
     DeadFilter,
     Expired,
+    NewJob,
     WorkerBeat,
     WorkerSeen,
 )
@@ -36,6 +37,10 @@ from leasehold.model import (
 )
 
 COLUMNS: Final = job_fields.columns()
+INSERT_COLUMNS: Final = (
+    "kind, payload, max_attempts, run_after, idempotency_key, request_hash, priority, queue,"
+    " headers, timeout_seconds, status, created_at"
+)
 SCHEDULE_COLUMNS: Final = (
     "name, cron, timezone, kind, payload, queue, priority, max_attempts, catch_up, enabled,"
     " next_fire_at, last_fire_at, created_at, updated_at"
@@ -66,6 +71,23 @@ def json_text(value: Any) -> str:
 def names_json(value: tuple[str, ...] | None) -> str | None:
     """A worker's kinds or queues as stored: a JSON list, or NULL for any."""
     return json_text(list(value)) if value is not None else None
+
+
+def insert_params(new: NewJob, payload: str, run_after: Any) -> tuple[Any, ...]:
+    """A new job's columns, from ``kind`` to ``timeout_seconds`` in the order of
+    ``INSERT_COLUMNS``, with its payload as JSON text and its run_after as stored."""
+    return (
+        new.kind,
+        payload,
+        new.max_attempts,
+        run_after,
+        new.idempotency_key,
+        new.request_hash,
+        new.priority,
+        new.queue,
+        json_text(new.headers) if new.headers is not None else None,
+        new.timeout_seconds,
+    )
 
 
 def schedule_params(spec: ScheduleSpec) -> tuple[Any, ...]:

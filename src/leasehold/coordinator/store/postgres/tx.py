@@ -31,9 +31,11 @@ from leasehold.coordinator.store.contract import (
 from leasehold.coordinator.store.driver import Narrow
 from leasehold.coordinator.store.migrations import Migration
 from leasehold.coordinator.store.portable import (
+    INSERT_COLUMNS,
     SCHEDULE_COLUMNS,
     SCHEDULE_UPSERT,
     PortableTx,
+    insert_params,
     json_text,
     schedule_params,
 )
@@ -107,9 +109,8 @@ _WRITE: Final = (
     " SELECT (SELECT count(*) FROM written) AS written, (SELECT count(*) FROM notified)"
 )
 _INSERT: Final = (
-    "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-    " idempotency_key, request_hash, priority, queue, headers, timeout_seconds)"
-    " VALUES ($1, $2, 'queued', $3, coalesce($4, now()), now(), $5, $6, $7, $8, $9, $10)"
+    f"INSERT INTO jobs ({INSERT_COLUMNS})"
+    " VALUES ($1, $2, $3, coalesce($4, now()), $5, $6, $7, $8, $9, $10, 'queued', now())"
     f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}"
 )
 # One job in one statement, so in one round trip: the row, its counts ($11, counted only
@@ -153,18 +154,7 @@ def tally_json(tally: Tally) -> str:
 
 def _insert_args(new: NewJob) -> tuple[object, ...]:
     """``_INSERT``'s parameters, $1 to $10."""
-    return (
-        new.kind,
-        json_text(new.payload),
-        new.max_attempts,
-        new.run_after,
-        new.idempotency_key,
-        new.request_hash,
-        new.priority,
-        new.queue,
-        json_text(new.headers) if new.headers is not None else None,
-        new.timeout_seconds,
-    )
+    return insert_params(new, json_text(new.payload), new.run_after)
 
 
 class PgTx(PortableTx):

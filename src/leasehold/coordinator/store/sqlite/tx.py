@@ -25,9 +25,11 @@ from leasehold.coordinator.store.driver import Narrow
 from leasehold.coordinator.store.migrations import Migration
 from leasehold.coordinator.store.portable import (
     COLUMNS,
+    INSERT_COLUMNS,
     SCHEDULE_COLUMNS,
     SCHEDULE_UPSERT,
     PortableTx,
+    insert_params,
     json_text,
     schedule_params,
 )
@@ -52,11 +54,8 @@ _LIST_INDEXES: Final = {
     (False, True): "INDEXED BY jobs_kind",
     (True, True): "INDEXED BY jobs_kind_status",
 }
-_INSERT: Final = (
-    "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at,"
-    " idempotency_key, request_hash, priority, queue, headers, timeout_seconds) VALUES "
-)
-_ROW: Final = "(?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT: Final = f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES "
+_ROW: Final = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)"
 
 # SQLite keeps a flag as 0 or 1 and a time as seconds since the epoch; every other field
 # converts as job_fields.DECODE and ENCODE say.
@@ -168,19 +167,7 @@ class SqliteTx(PortableTx):
         payloads = [json_text(new.payload) for new in chunk]
         for new, payload in zip(chunk, payloads, strict=True):
             run_after = new.run_after.timestamp() if new.run_after is not None else self._stamp
-            params += (
-                new.kind,
-                payload,
-                new.max_attempts,
-                run_after,
-                self._stamp,
-                new.idempotency_key,
-                new.request_hash,
-                new.priority,
-                new.queue,
-                json_text(new.headers) if new.headers is not None else None,
-                new.timeout_seconds,
-            )
+            params += (*insert_params(new, payload, run_after), self._stamp)
         rows = self.conn.execute(
             _INSERT
             + ",".join([_ROW] * len(chunk))
