@@ -18,7 +18,7 @@ lease is rolled back, so no job is leased that its answer cannot carry.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from leasehold.coordinator.store.contract import LeaseRequest, lease_order
 from leasehold.coordinator.store.driver import Narrow, Tx
@@ -123,8 +123,3 @@ async def _room(tx: Tx, kinds: Sequence[str], n: int) -> dict[str, int]:
 
 def _room_left(limits: dict[str, int], running: dict[str, int]) -> dict[str, int]:
     return {kind: n - running.get(kind, 0) for kind, n in limits.items()}
-
-
-def lease_ids(jobs: Iterable[Job]) -> list[tuple[int, int]]:
-    """What a lease record keeps of the jobs granted: (id, token) pairs, in grant order."""
-    return [(job.id, job.lease_token) for job in jobs]

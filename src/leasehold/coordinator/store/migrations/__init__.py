@@ -12,12 +12,6 @@ class Migration:
     name: str
     sql: str
 
-    def statements(self) -> list[str]:
-        """The statements, split on ``;`` once comment lines are dropped (no ``;`` in
-        string literals, by convention)."""
-        lines = [ln for ln in self.sql.splitlines() if not ln.lstrip().startswith("--")]
-        return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-
 
 def migrations(dialect: str) -> list[Migration]:
     """The dialect's migrations in version order."""
