@@ -52,14 +52,6 @@ def test_a_worker_reports_leaseholds_version() -> None:
     assert body["version"] == __version__
 
 
-def test_serve_shows_the_coordinators_defaults() -> None:
-    options = _option_defaults("serve")
-    shared = _defaults(settings.CoordinatorSettings).keys() & options.keys()
-    assert len(shared) > 20
-    for name in shared:
-        assert options[name] == getattr(settings.CoordinatorSettings(), name), name
-
-
 def test_the_worker_command_shows_the_workers_defaults() -> None:
     options = _option_defaults("worker")
     shared = _defaults(WorkerSettings).keys() & options.keys()
