@@ -56,6 +56,25 @@ class AttemptOutcome(StrEnum):
 DEFAULT_QUEUE = "default"
 DEFAULT_PRIORITY = 0  # higher is leased first
 DEFAULT_MAX_ATTEMPTS = 5
+# The bounds the protocol puts on them (422 beyond); the command line checks them too.
+MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
+MAX_ATTEMPTS_LIMIT = 1000
+
+# The protocol's bounds on one request, which both sides know (GET /protocol states them).
+MAX_LEASE_SECONDS = 86_400.0  # a lease's length, and an attempt's time limit
+MAX_WAIT_SECONDS = 30.0  # one long poll; a longer wait is a few polls in a row
+MAX_PAGE_LIMIT = 1000  # jobs, or attempts, in one page (GET /jobs, GET /jobs/{id}/attempts)
+MAX_REQUEUE_LIMIT = 10_000  # dead jobs one POST /jobs/requeue moves
+# How often the Python worker sends its heartbeat; the coordinator's presence rules count a
+# worker live for three of them (coordinator/rules/presence.py).
+BEAT_SECONDS = 5.0
+
+# Caps of the coordinator that its settings and its service both default to: a service is
+# also made without settings (in tests), and neither of the two imports the other.
+MAX_ANSWER_BYTES = 8 * 1024 * 1024  # jobs' JSON in one answer (a page, a batch lease)
+MAX_KINDS = 1000  # distinct kinds accepted (DESIGN.md §10)
+MAX_QUEUES = 100  # distinct queues accepted
+MAX_WAITING_POLLS = 4096  # long polls waiting at once (DESIGN.md §9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +180,12 @@ class CatchUp(StrEnum):
     ONCE = "once"  # the latest missed fire time gets one job
 
 
+# The defaults of a schedule besides its jobs' (above): PUT /schedules and the command line
+# that leave one out get these.
+DEFAULT_TIMEZONE = "UTC"
+DEFAULT_CATCH_UP = CatchUp.SKIP
+
+
 @dataclass(frozen=True, slots=True)
 class ScheduleSpec:
     """A schedule as an operator sets it (PUT /schedules/{name})."""
@@ -168,12 +193,12 @@ class ScheduleSpec:
     name: str
     cron: str
     kind: str
-    timezone: str = "UTC"
+    timezone: str = DEFAULT_TIMEZONE
     payload: JSON = None
     queue: str = DEFAULT_QUEUE
     priority: int = DEFAULT_PRIORITY
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    catch_up: CatchUp = CatchUp.SKIP
+    catch_up: CatchUp = DEFAULT_CATCH_UP
     enabled: bool = True
 
 

@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Final, Literal, TypeVar
 
 from leasehold.coordinator.auth_tokens import HashedToken
+from leasehold.model import (
+    MAX_ANSWER_BYTES,
+    MAX_KINDS,
+    MAX_LEASE_SECONDS,
+    MAX_QUEUES,
+    MAX_WAITING_POLLS,
+)
 
 SqliteSynchronous = Literal["FULL", "NORMAL"]  # what `serve` offers (tests also use OFF)
 
@@ -22,17 +29,14 @@ MAX_HEADERS = 100
 REQUEST_TIMEOUT_SECONDS = 10.0
 KEEP_ALIVE_TIMEOUT_SECONDS = 5
 
-# Bounds that keep one request from holding the coordinator hostage; see DESIGN.md.
-MAX_LEASE_SECONDS = 86_400.0
+# Bounds that keep one request from holding the coordinator hostage; see DESIGN.md. Those
+# the client side knows as well (the longest lease and long poll) are in the model.
 MIN_LEASE_SECONDS = 1.0
-MAX_WAIT_SECONDS = 30.0
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SCHEDULE_GRACE_SECONDS = 600.0  # bounds how many runs one pass enqueues per schedule
 # A job's payload (and a completion's result), as compact JSON. Kept well under the body cap:
 # each lease hands the payload out again, and every row is read by listing and leasing.
 MAX_PAYLOAD_BYTES = 256 * 1024
-# Jobs' JSON in one answer: a page of GET /jobs or a batch lease stops before it.
-MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
 
 T = TypeVar("T")
@@ -80,6 +84,7 @@ class CoordinatorSettings:
         "sqlite:///leasehold.db",
         help="sqlite:///PATH (embedded, the default) or postgresql://USER:PASS@HOST:PORT/DB.",
     )
+    # The lease cap is a float; --help has always shown it as 86400.
     default_lease_seconds: float = setting(30.0, min=0.001, max=int(MAX_LEASE_SECONDS))
     # Shorter leases are refused (422): a lease shorter than a round trip cannot be renewed.
     min_lease_seconds: float = setting(
@@ -142,7 +147,7 @@ class CoordinatorSettings:
     )
     # Long polls waiting at once; past it a poll answers after one look (no jobs: 204).
     max_waiting_polls: int = setting(
-        4096,
+        MAX_WAITING_POLLS,
         min=0,
         help="Long polls waiting at once, at most; past it a poll answers after one look.",
     )
@@ -154,12 +159,12 @@ class CoordinatorSettings:
     )
     # Distinct kinds and queues accepted (names already known always are): 422 beyond.
     max_kinds: int = setting(
-        1000,
+        MAX_KINDS,
         min=1,
         help="Distinct job kinds accepted; a job of one more kind is refused (422).",
     )
     max_queues: int = setting(
-        100,
+        MAX_QUEUES,
         min=1,
         help="Distinct queues accepted; a job in one more queue is refused (422).",
     )

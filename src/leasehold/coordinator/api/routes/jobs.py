@@ -39,12 +39,11 @@ from leasehold.coordinator.api.schemas.jobs import (
 )
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
-from leasehold.coordinator.settings import MAX_WAIT_SECONDS
 from leasehold.coordinator.store.contract import AttemptPage, DeadFilter, JobFilter
 from leasehold.errors import (
     IdempotencyConflict,
 )
-from leasehold.model import JobStatus
+from leasehold.model import MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, JobStatus
 from leasehold.tracing import tag_jobs
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -124,7 +123,7 @@ async def list_jobs(
     status: JobStatus | None = None,
     kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = 100,
     queue: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     error_contains: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
     idempotency_key: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
@@ -199,7 +198,7 @@ async def job_attempts(
     job_id: str,
     request: Request,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = 100,
 ) -> Response:
     """The job's lease history, oldest first, a page at a time."""
     jid = parse_job_id(job_id)

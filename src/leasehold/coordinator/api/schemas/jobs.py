@@ -13,7 +13,6 @@ from pydantic import (
 
 from leasehold.batch_items import MAX_BATCH
 from leasehold.coordinator.api.schemas.fields import (
-    MAX_ATTEMPTS_LIMIT,
     MAX_ERROR_LENGTH,
     Headers,
     IdempotencyKey,
@@ -31,6 +30,8 @@ from leasehold.model import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
+    MAX_ATTEMPTS_LIMIT,
+    MAX_REQUEUE_LIMIT,
     Attempt,
     AttemptOutcome,
     Job,
@@ -70,7 +71,7 @@ class BatchEnqueueRequest(Strict):
 class BulkRequeueRequest(Strict):
     kind: Kind | None = None
     error_contains: Annotated[str, Field(min_length=1, max_length=MAX_ERROR_LENGTH)] | None = None
-    limit: Annotated[StrictInt, Field(ge=1, le=10_000)] = 1000
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_REQUEUE_LIMIT)] = 1000
 
 
 class JobOut(BaseModel):

@@ -13,7 +13,6 @@ from pydantic import (
 )
 
 from leasehold.coordinator.api.schemas.fields import (
-    MAX_ATTEMPTS_LIMIT,
     Kind,
     Priority,
     QueueName,
@@ -25,6 +24,7 @@ from leasehold.model import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
+    MAX_ATTEMPTS_LIMIT,
     CatchUp,
     Schedule,
     ScheduleSpec,
