@@ -30,6 +30,7 @@ from leasehold.model import (
     DEFAULT_QUEUE,
     JSON,
     AttemptOutcome,
+    EnqueueSpec,
     Job,
     JobStatus,
     Report,
@@ -397,33 +398,27 @@ def request_fingerprint(
 
 
 def normalized_fingerprints(
-    kind: str,
-    payload: JSON,
-    max_attempts: int | None,
-    run_after: datetime | None,
-    priority: int | None,
-    queue: str | None,
-    *,
-    default_max_attempts: int,
-    timeout_seconds: float | None = None,
+    request: EnqueueSpec, *, default_max_attempts: int
 ) -> tuple[str, tuple[str, ...]]:
     """The fingerprint of an enqueue request with its defaults filled in, so a retry that
     spells out a default (``priority: 0``) is the same request as one that leaves it out;
-    and the fingerprint as given, which keys stored by earlier releases carry.
+    and the fingerprint as given, which keys stored by earlier releases carry. Its key and
+    headers are not part of it (DESIGN.md §21).
 
     Normalizing means leaving out what equals its default (so a request that names no
     option hashes as it always did) and writing ``run_after`` in UTC.
     """
+    r = request
     canonical = request_fingerprint(
-        kind,
-        payload,
-        None if max_attempts == default_max_attempts else max_attempts,
-        run_after.astimezone(UTC) if run_after is not None else None,
-        None if priority == DEFAULT_PRIORITY else priority,
-        None if queue == DEFAULT_QUEUE else queue,
-        timeout_seconds,
+        r.kind,
+        r.payload,
+        None if r.max_attempts == default_max_attempts else r.max_attempts,
+        r.run_after.astimezone(UTC) if r.run_after is not None else None,
+        None if r.priority == DEFAULT_PRIORITY else r.priority,
+        None if r.queue == DEFAULT_QUEUE else r.queue,
+        r.timeout_seconds,
     )
     as_given = request_fingerprint(
-        kind, payload, max_attempts, run_after, priority, queue, timeout_seconds
+        r.kind, r.payload, r.max_attempts, r.run_after, r.priority, r.queue, r.timeout_seconds
     )
     return canonical, (() if as_given == canonical else (as_given,))
