@@ -146,6 +146,26 @@ class EnqueueSpec:
     timeout_seconds: float | None = None
 
 
+class Event(StrEnum):
+    """What the coordinator counts, per kind: a rule's outcome names the events it makes
+    (``Outcome.events``) and the store keeps their totals and per-second rollups. The
+    values are stored in the database and are the keys of /stats' ``totals``: never change
+    one. Their order is the order /stats lists them in."""
+
+    ENQUEUED = "enqueued"
+    LEASED = "leased"
+    RENEWED = "renewed"
+    COMPLETED = "completed"
+    FAILED = "failed"  # a failure report accepted (the job retried, or dead: also DEAD)
+    DEAD = "dead"
+    LEASE_EXPIRED = "lease_expired"  # the reaper found the lease run out
+    STALE_TOKEN = "stale_token"  # a report or renewal refused for an older token
+    RELEASED = "released"
+    REQUEUED = "requeued"
+    CANCEL_REQUESTED = "cancel_requested"  # a running job marked for cancelling
+    CANCELLED = "cancelled"
+
+
 # /stats and /metrics name this many kinds (and queues), the largest by job count; the rest
 # are added up under OTHER, so that thousands of names cannot make them huge.
 TOP_NAMES = 50
@@ -161,15 +181,17 @@ class Outcome:
     error: LeaseholdError | None = None
     # Closes the history record of lease ``job.lease_token`` with this outcome.
     attempt: AttemptOutcome | None = None
-    # Names of the totals to count (per kind), e.g. "completed", "dead", "stale_token".
-    events: tuple[str, ...] = dataclasses.field(default=())
+    # The totals to count (per kind).
+    events: tuple[Event, ...] = dataclasses.field(default=())
     # For a completion: how long the attempt ran, from its lease to the report. The
-    # "completed" rollup sums it (/stats' run times); the rule measures it, not the store.
+    # COMPLETED rollup sums it (/stats' run times); the rule measures it, not the store.
     ran_seconds: float = 0.0
 
-    def counted(self) -> list[tuple[str, float]]:
+    def counted(self) -> list[tuple[Event, float]]:
         """Each event to count, with the value its rollup sums (run time, or 0)."""
-        return [(name, self.ran_seconds if name == "completed" else 0.0) for name in self.events]
+        return [
+            (event, self.ran_seconds if event is Event.COMPLETED else 0.0) for event in self.events
+        ]
 
 
 # -- schedules (the rules that fire them are in core/fire_times.py) ------------------------
