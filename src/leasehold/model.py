@@ -132,8 +132,9 @@ class Attempt:
 @dataclass(frozen=True, slots=True)
 class EnqueueSpec:
     """One job to enqueue, as a producer gives it: None leaves a field to the coordinator's
-    default. The client sends it (``client.NewJob``), the service receives it
-    (``core.requests.Enqueue``): one list of the fields for both."""
+    default. The one list of an enqueue's fields: the client sends it (``client.NewJob``),
+    the wire's enqueue request has the same fields in the same order (``EnqueueRequest``,
+    which refuses to drift) and becomes the service's ``Enqueue``, which is it too."""
 
     kind: str
     payload: JSON = None
@@ -190,7 +191,7 @@ class Outcome:
     def counted(self) -> list[tuple[Event, float]]:
         """Each event to count, with the value its rollup sums (run time, or 0)."""
         return [
-            (event, self.ran_seconds if event is Event.COMPLETED else 0.0) for event in self.events
+            (event, self.ran_seconds if event == Event.COMPLETED else 0.0) for event in self.events
         ]
 
 

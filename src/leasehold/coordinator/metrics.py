@@ -132,7 +132,7 @@ class Metrics:
             counter = self.events.get(event)
             if counter is not None:
                 self._child(counter, kind).inc()
-            if event is Event.COMPLETED and job.leased_at and job.finished_at:
+            if event == Event.COMPLETED and job.leased_at and job.finished_at:
                 ran = (job.finished_at - job.leased_at).total_seconds()
                 self._child(self.run, kind).observe(max(0.0, ran))
 

@@ -46,6 +46,6 @@ def log_outcome(outcome: Outcome, token: int | None) -> None:
         fields["error"] = outcome.error.code
     for event in outcome.events:
         level = "warning" if event in _WARNINGS else "info"
-        if event is Event.RENEWED:
+        if event == Event.RENEWED:
             level = "debug"
         getattr(log, level)(EVENT_NAMES[event], **fields)

@@ -22,6 +22,7 @@ from pydantic import (
 
 from leasehold.coordinator.rules.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
 from leasehold.model import (
+    DEFAULT_PRIORITY,
     MAX_LEASE_SECONDS,
     MAX_PRIORITY,
     MIN_PRIORITY,
@@ -143,7 +144,11 @@ LeaseRequestId = Annotated[
 
 Priority = Annotated[
     StrictInt,
-    Field(ge=MIN_PRIORITY, le=MAX_PRIORITY, description="higher is leased first (default 0)"),
+    Field(
+        ge=MIN_PRIORITY,
+        le=MAX_PRIORITY,
+        description=f"higher is leased first (default {DEFAULT_PRIORITY})",
+    ),
 ]
 
 
