@@ -56,6 +56,25 @@ class AttemptOutcome(StrEnum):
 DEFAULT_QUEUE = "default"
 DEFAULT_PRIORITY = 0  # higher is leased first
 DEFAULT_MAX_ATTEMPTS = 5
+# The bounds the protocol puts on them (422 beyond); the command line checks them too.
+MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
+MAX_ATTEMPTS_LIMIT = 1000
+
+# The protocol's bounds on one request, which both sides know (GET /protocol states them).
+MAX_LEASE_SECONDS = 86_400.0  # a lease's length, and an attempt's time limit
+MAX_WAIT_SECONDS = 30.0  # one long poll; a longer wait is a few polls in a row
+MAX_PAGE_LIMIT = 1000  # jobs, or attempts, in one page (GET /jobs, GET /jobs/{id}/attempts)
+MAX_REQUEUE_LIMIT = 10_000  # dead jobs one POST /jobs/requeue moves
+# How often the Python worker sends its heartbeat; the coordinator's presence rules count a
+# worker live for three of them (coordinator/rules/presence.py).
+BEAT_SECONDS = 5.0
+
+# Caps of the coordinator that its settings and its service both default to: a service is
+# also made without settings (in tests), and neither of the two imports the other.
+MAX_ANSWER_BYTES = 8 * 1024 * 1024  # jobs' JSON in one answer (a page, a batch lease)
+MAX_KINDS = 1000  # distinct kinds accepted (DESIGN.md §10)
+MAX_QUEUES = 100  # distinct queues accepted
+MAX_WAITING_POLLS = 4096  # long polls waiting at once (DESIGN.md §9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +132,9 @@ class Attempt:
 @dataclass(frozen=True, slots=True)
 class EnqueueSpec:
     """One job to enqueue, as a producer gives it: None leaves a field to the coordinator's
-    default. The client sends it (``client.NewJob``), the service receives it
-    (``core.requests.Enqueue``): one list of the fields for both."""
+    default. The one list of an enqueue's fields: the client sends it (``client.NewJob``),
+    the wire's enqueue request has the same fields in the same order (``EnqueueRequest``,
+    which refuses to drift) and becomes the service's ``Enqueue``, which is it too."""
 
     kind: str
     payload: JSON = None
@@ -125,6 +145,26 @@ class EnqueueSpec:
     queue: str | None = None
     headers: dict[str, str] | None = None  # handed to the workers; not in the fingerprint
     timeout_seconds: float | None = None
+
+
+class Event(StrEnum):
+    """What the coordinator counts, per kind: a rule's outcome names the events it makes
+    (``Outcome.events``) and the store keeps their totals and per-second rollups. The
+    values are stored in the database and are the keys of /stats' ``totals``: never change
+    one. Their order is the order /stats lists them in."""
+
+    ENQUEUED = "enqueued"
+    LEASED = "leased"
+    RENEWED = "renewed"
+    COMPLETED = "completed"
+    FAILED = "failed"  # a failure report accepted (the job retried, or dead: also DEAD)
+    DEAD = "dead"
+    LEASE_EXPIRED = "lease_expired"  # the reaper found the lease run out
+    STALE_TOKEN = "stale_token"  # a report or renewal refused for an older token
+    RELEASED = "released"
+    REQUEUED = "requeued"
+    CANCEL_REQUESTED = "cancel_requested"  # a running job marked for cancelling
+    CANCELLED = "cancelled"
 
 
 # /stats and /metrics name this many kinds (and queues), the largest by job count; the rest
@@ -142,15 +182,17 @@ class Outcome:
     error: LeaseholdError | None = None
     # Closes the history record of lease ``job.lease_token`` with this outcome.
     attempt: AttemptOutcome | None = None
-    # Names of the totals to count (per kind), e.g. "completed", "dead", "stale_token".
-    events: tuple[str, ...] = dataclasses.field(default=())
+    # The totals to count (per kind).
+    events: tuple[Event, ...] = dataclasses.field(default=())
     # For a completion: how long the attempt ran, from its lease to the report. The
-    # "completed" rollup sums it (/stats' run times); the rule measures it, not the store.
+    # COMPLETED rollup sums it (/stats' run times); the rule measures it, not the store.
     ran_seconds: float = 0.0
 
-    def counted(self) -> list[tuple[str, float]]:
+    def counted(self) -> list[tuple[Event, float]]:
         """Each event to count, with the value its rollup sums (run time, or 0)."""
-        return [(name, self.ran_seconds if name == "completed" else 0.0) for name in self.events]
+        return [
+            (event, self.ran_seconds if event == Event.COMPLETED else 0.0) for event in self.events
+        ]
 
 
 # -- schedules (the rules that fire them are in core/fire_times.py) ------------------------
@@ -161,6 +203,12 @@ class CatchUp(StrEnum):
     ONCE = "once"  # the latest missed fire time gets one job
 
 
+# The defaults of a schedule besides its jobs' (above): PUT /schedules and the command line
+# that leave one out get these.
+DEFAULT_TIMEZONE = "UTC"
+DEFAULT_CATCH_UP = CatchUp.SKIP
+
+
 @dataclass(frozen=True, slots=True)
 class ScheduleSpec:
     """A schedule as an operator sets it (PUT /schedules/{name})."""
@@ -168,12 +216,12 @@ class ScheduleSpec:
     name: str
     cron: str
     kind: str
-    timezone: str = "UTC"
+    timezone: str = DEFAULT_TIMEZONE
     payload: JSON = None
     queue: str = DEFAULT_QUEUE
     priority: int = DEFAULT_PRIORITY
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    catch_up: CatchUp = CatchUp.SKIP
+    catch_up: CatchUp = DEFAULT_CATCH_UP
     enabled: bool = True
 
 

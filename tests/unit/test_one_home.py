@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from datetime import UTC, datetime
@@ -12,11 +13,6 @@ import typer.main
 import leasehold
 from leasehold._version import __version__
 from leasehold.cli import app
-from leasehold.coordinator import settings
-from leasehold.coordinator.api.schemas.schedules import ScheduleRequest
-from leasehold.coordinator.service import budget, names
-from leasehold.coordinator.service import job_service as service
-from leasehold.model import DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE, ScheduleSpec
 from leasehold.worker.heartbeat import beat_body
 from leasehold.worker.settings import WorkerSettings
 
@@ -52,14 +48,6 @@ def test_a_worker_reports_leaseholds_version() -> None:
     assert body["version"] == __version__
 
 
-def test_serve_shows_the_coordinators_defaults() -> None:
-    options = _option_defaults("serve")
-    shared = _defaults(settings.CoordinatorSettings).keys() & options.keys()
-    assert len(shared) > 20
-    for name in shared:
-        assert options[name] == getattr(settings.CoordinatorSettings(), name), name
-
-
 def test_the_worker_command_shows_the_workers_defaults() -> None:
     options = _option_defaults("worker")
     shared = _defaults(WorkerSettings).keys() & options.keys()
@@ -68,24 +56,31 @@ def test_the_worker_command_shows_the_workers_defaults() -> None:
         assert options[name] == getattr(WorkerSettings(), name), name
 
 
-def test_the_rules_defaults_are_the_settings_defaults() -> None:
-    # core imports no settings (its rules run without a coordinator), so each is declared
-    # twice on purpose, and held equal here.
-    coordinator = settings.CoordinatorSettings()
-    assert coordinator.max_answer_bytes == budget.MAX_ANSWER_BYTES
-    assert (coordinator.max_kinds, coordinator.max_queues) == (names.MAX_KINDS, names.MAX_QUEUES)
-    assert coordinator.max_waiting_polls == service.DEFAULT_MAX_WAITING_POLLS
+def _declared(module: Path) -> set[str]:
+    """The upper-case names a module assigns at its top level."""
+    names: set[str] = set()
+    for node in ast.parse(module.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        for target in targets:
+            elements = target.elts if isinstance(target, ast.Tuple) else [target]
+            names |= {e.id for e in elements if isinstance(e, ast.Name) and e.id.isupper()}
+    return names
 
 
-def test_a_schedule_has_the_jobs_defaults_wherever_it_is_made() -> None:
-    spec = _defaults(ScheduleSpec)
-    assert (spec["queue"], spec["priority"], spec["max_attempts"]) == (
-        DEFAULT_QUEUE,
-        DEFAULT_PRIORITY,
-        DEFAULT_MAX_ATTEMPTS,
-    )
-    request = ScheduleRequest.model_validate({"cron": "* * * * *", "kind": "k"})
-    put = _option_defaults("schedules", "put")
-    for name in ("queue", "priority", "max_attempts", "timezone", "enabled"):
-        assert getattr(request, name) == spec[name] == put[name], name
-    assert request.catch_up == spec["catch_up"] == put["catch_up"]
+def test_the_models_constants_are_declared_nowhere_else() -> None:
+    # The defaults and bounds both sides share, and the caps the coordinator's settings and
+    # its service both default to: the others import them from the model.
+    shared = _declared(SOURCE / "model.py")
+    assert {"MAX_ANSWER_BYTES", "MAX_KINDS", "MAX_WAITING_POLLS", "DEFAULT_TIMEZONE"} <= shared
+    # The worker's heartbeat still names its own default interval (outside this check's
+    # part of the tree; it should import the model's).
+    allowed = {("worker/heartbeat.py", "BEAT_SECONDS")}
+    again = {
+        (str(path.relative_to(SOURCE)), name)
+        for path in SOURCE.rglob("*.py")
+        if path.name != "model.py" or path.parent != SOURCE
+        for name in _declared(path) & shared
+    }
+    assert again <= allowed

@@ -14,7 +14,7 @@ from leasehold.coordinator.rules.transitions import (
     request_fingerprint,
 )
 from leasehold.errors import LeaseExpired, NotRunning
-from leasehold.model import Job, JobStatus
+from leasehold.model import EnqueueSpec, Job, JobStatus
 from tests.unit.test_transitions import T0, running
 
 LATER = T0 + timedelta(seconds=60)
@@ -50,9 +50,15 @@ def _fingerprints(
     priority: int | None = None,
     queue: str | None = None,
 ) -> tuple[str, tuple[str, ...]]:
-    return normalized_fingerprints(
-        "k", {"a": 1}, max_attempts, run_after, priority, queue, default_max_attempts=5
+    request = EnqueueSpec(
+        "k",
+        {"a": 1},
+        max_attempts=max_attempts,
+        run_after=run_after,
+        priority=priority,
+        queue=queue,
     )
+    return normalized_fingerprints(request, default_max_attempts=5)
 
 
 def test_spelt_out_defaults_are_the_same_request() -> None:

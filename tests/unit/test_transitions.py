@@ -20,7 +20,7 @@ from leasehold.coordinator.rules.transitions import (
     request_fingerprint,
 )
 from leasehold.errors import InvalidTransition, LeaseExpired, ReportConflict, StaleToken
-from leasehold.model import AttemptOutcome, Job, JobStatus, Report
+from leasehold.model import AttemptOutcome, Event, Job, JobStatus, Report
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 POLICY = BackoffPolicy(base_seconds=1.0, max_seconds=100.0)
@@ -254,3 +254,21 @@ class TestFoundByTheStateMachine:
         assert late.job.last_error == "boom"  # the handler's own error is kept
         assert late.job.finished_at == expired_at  # it died once, when the lease ran out
         assert late.events == ("failed",)  # not a second "dead"
+
+
+def test_the_counted_events_keep_the_names_the_database_holds() -> None:
+    # Pinned: the store keeps totals under these names, and /stats lists them in this order.
+    assert [e.value for e in Event] == [
+        "enqueued",
+        "leased",
+        "renewed",
+        "completed",
+        "failed",
+        "dead",
+        "lease_expired",
+        "stale_token",
+        "released",
+        "requeued",
+        "cancel_requested",
+        "cancelled",
+    ]

@@ -175,10 +175,10 @@ def configure_quiet_logging() -> None:
 
 LOG_FORMAT_OPTION = typer.Option(
     "auto",
-    envvar="LEASEHOLDLOG_FORMAT_OPTION",
+    envvar="LEASEHOLD_LOG_FORMAT",
     case_sensitive=False,
     help="json off a terminal, console on one (auto), or either always.",
 )
 
 
-LOG_LEVEL_OPTION = typer.Option("info", envvar="LEASEHOLDLOG_LEVEL_OPTION", case_sensitive=False)
+LOG_LEVEL_OPTION = typer.Option("info", envvar="LEASEHOLD_LOG_LEVEL", case_sensitive=False)

@@ -22,6 +22,7 @@ from leasehold.cli.logs import (
     configure_logging,
 )
 from leasehold.client import DEFAULT_URL
+from leasehold.model import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 
 
 def worker(
@@ -49,7 +50,7 @@ def worker(
         None,
         envvar="LEASEHOLD_LEASE_SECONDS",
         min=0.001,
-        max=86_400,
+        max=int(MAX_LEASE_SECONDS),  # a float, shown as 86400 as it always was
         help="Lease length, renewed every third of it (default: the coordinator's).",
     ),
     worker_id: str | None = typer.Option(
@@ -69,7 +70,7 @@ def worker(
         5.0,
         envvar="LEASEHOLD_WAIT_SECONDS",
         min=1,
-        max=30,
+        max=int(MAX_WAIT_SECONDS),  # shown as 30
         help="Long poll: how long one lease request waits for a job.",
     ),
     grace_seconds: float = typer.Option(

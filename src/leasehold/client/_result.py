@@ -6,11 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from leasehold.errors import JobCancelled, JobFailed, ResultTimeout
-from leasehold.model import JSON, Job, JobStatus
+from leasehold.model import JSON, MAX_WAIT_SECONDS, Job, JobStatus
 
-# The coordinator's cap on one long poll (settings.MAX_WAIT_SECONDS); longer waits are a
-# few polls in a row.
-MAX_POLL_SECONDS = 30.0
 _FINISHED = (JobStatus.COMPLETED, JobStatus.DEAD, JobStatus.CANCELLED)
 
 
@@ -23,8 +20,9 @@ async def wait_finished(
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     while True:
-        remaining = MAX_POLL_SECONDS if deadline is None else deadline - loop.time()
-        job = await get(job_id, wait_seconds=min(max(remaining, 0.0), MAX_POLL_SECONDS))
+        # One long poll waits at most MAX_WAIT_SECONDS; a longer wait is a few in a row.
+        remaining = MAX_WAIT_SECONDS if deadline is None else deadline - loop.time()
+        job = await get(job_id, wait_seconds=min(max(remaining, 0.0), MAX_WAIT_SECONDS))
         if job.status in _FINISHED:
             return job
         if deadline is not None and loop.time() >= deadline:

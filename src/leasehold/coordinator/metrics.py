@@ -13,7 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from leasehold.model import OTHER, TOP_NAMES, Job, Outcome
+from leasehold.model import OTHER, TOP_NAMES, Event, Job, Outcome
 
 _TIME_BUCKETS = (
     0.001,
@@ -48,17 +48,22 @@ class Metrics:
         def counter(name: str, doc: str) -> Counter:
             return Counter(f"leasehold_{name}", doc, ["kind"], registry=self.registry)
 
+        # A counter per event, but renewals and cancel requests (which /stats counts).
         self.events = {
-            "enqueued": counter("jobs_enqueued", "Jobs enqueued."),
-            "leased": counter("jobs_leased", "Leases granted."),
-            "completed": counter("jobs_completed", "Jobs completed."),
-            "failed": counter("jobs_failed", "Failure reports accepted."),
-            "dead": counter("jobs_dead", "Jobs that went dead."),
-            "lease_expired": counter("lease_expirations", "Leases that ran out and were reaped."),
-            "stale_token": counter("stale_token_rejections", "Reports refused for a stale token."),
-            "released": counter("jobs_released", "Leases handed back unfinished."),
-            "requeued": counter("jobs_requeued", "Dead or cancelled jobs requeued."),
-            "cancelled": counter("jobs_cancelled", "Jobs that ended cancelled."),
+            Event.ENQUEUED: counter("jobs_enqueued", "Jobs enqueued."),
+            Event.LEASED: counter("jobs_leased", "Leases granted."),
+            Event.COMPLETED: counter("jobs_completed", "Jobs completed."),
+            Event.FAILED: counter("jobs_failed", "Failure reports accepted."),
+            Event.DEAD: counter("jobs_dead", "Jobs that went dead."),
+            Event.LEASE_EXPIRED: counter(
+                "lease_expirations", "Leases that ran out and were reaped."
+            ),
+            Event.STALE_TOKEN: counter(
+                "stale_token_rejections", "Reports refused for a stale token."
+            ),
+            Event.RELEASED: counter("jobs_released", "Leases handed back unfinished."),
+            Event.REQUEUED: counter("jobs_requeued", "Dead or cancelled jobs requeued."),
+            Event.CANCELLED: counter("jobs_cancelled", "Jobs that ended cancelled."),
         }
         self.wait = Histogram(
             "leasehold_job_wait_seconds",
@@ -109,12 +114,12 @@ class Metrics:
 
     def enqueued(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
-            self._child(self.events["enqueued"], self._label("kind", job.kind)).inc()
+            self._child(self.events[Event.ENQUEUED], self._label("kind", job.kind)).inc()
 
     def leased(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
             kind = self._label("kind", job.kind)
-            self._child(self.events["leased"], kind).inc()
+            self._child(self.events[Event.LEASED], kind).inc()
             if job.leased_at is not None:
                 waited = (job.leased_at - job.run_after).total_seconds()
                 queue = self._label("queue", job.queue)
@@ -127,7 +132,7 @@ class Metrics:
             counter = self.events.get(event)
             if counter is not None:
                 self._child(counter, kind).inc()
-            if event == "completed" and job.leased_at and job.finished_at:
+            if event == Event.COMPLETED and job.leased_at and job.finished_at:
                 ran = (job.finished_at - job.leased_at).total_seconds()
                 self._child(self.run, kind).observe(max(0.0, ran))
 

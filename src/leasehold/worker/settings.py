@@ -7,6 +7,7 @@ import socket
 from dataclasses import dataclass, field
 
 from leasehold.client import DEFAULT_URL
+from leasehold.model import BEAT_SECONDS
 
 
 def default_worker_id() -> str:
@@ -33,4 +34,4 @@ class WorkerSettings:
     # and their jobs released, as a second signal would.
     grace_seconds: float = 30.0
     # How often the worker tells the coordinator it is alive (GET /workers lists it).
-    beat_seconds: float = 5.0
+    beat_seconds: float = BEAT_SECONDS

@@ -14,10 +14,19 @@ from leasehold.cli.admin.watch import show_stats
 from leasehold.cli.admin.wire import attempt_json, job_json, print_json
 from leasehold.cli.credentials import resolve_token
 from leasehold.client import DEFAULT_URL
+from leasehold.model import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    MAX_ATTEMPTS_LIMIT,
+    MAX_PAGE_LIMIT,
+    MAX_PRIORITY,
+    MAX_REQUEUE_LIMIT,
+    MIN_PRIORITY,
+)
 
-# The coordinator's own bounds, checked here too so a mistake costs no round trip.
-MAX_LIST_LIMIT = 1000
-MAX_REQUEUE_LIMIT = 10_000
+# The options check the coordinator's own bounds (the model's) too, so that a mistake costs
+# no round trip.
 
 
 def enqueue(
@@ -53,8 +62,9 @@ def enqueue(
         typer.Option(
             "--max-attempts",
             min=1,
-            max=1000,
-            help="Leases allowed before the job is dead (default: the coordinator's, 5).",
+            max=MAX_ATTEMPTS_LIMIT,
+            help="Leases allowed before the job is dead (default: the coordinator's,"
+            f" {DEFAULT_MAX_ATTEMPTS}).",
             show_default=False,
         ),
     ] = None,
@@ -62,16 +72,18 @@ def enqueue(
         int | None,
         typer.Option(
             "--priority",
-            min=-1000,
-            max=1000,
-            help="Higher is leased first (default 0).",
+            min=MIN_PRIORITY,
+            max=MAX_PRIORITY,
+            help=f"Higher is leased first (default {DEFAULT_PRIORITY}).",
             show_default=False,
         ),
     ] = None,
     queue: Annotated[
         str | None,
         typer.Option(
-            "--queue", help="The queue it waits in (default: default).", show_default=False
+            "--queue",
+            help=f"The queue it waits in (default: {DEFAULT_QUEUE}).",
+            show_default=False,
         ),
     ] = None,
     url: Url = DEFAULT_URL,
@@ -104,7 +116,7 @@ def jobs(
         str | None, typer.Option("--kind", help="Only jobs of this kind.", show_default=False)
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", min=1, max=MAX_LIST_LIMIT, help="Jobs per page.")
+        int, typer.Option("--limit", min=1, max=MAX_PAGE_LIMIT, help="Jobs per page.")
     ] = 50,
     cursor: Annotated[
         str | None,

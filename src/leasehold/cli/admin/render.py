@@ -13,7 +13,7 @@ from rich.text import Text
 
 from leasehold.cli.admin.table import Cell, Column, fitted
 from leasehold.cli.admin.wire import job_json, print_json
-from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Job
+from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Event, Job
 
 STATUS_STYLES = {
     "queued": "cyan",
@@ -214,15 +214,17 @@ def _count(status: str, n: int) -> Text:
 def _figures(stats: dict[str, Any], width: int) -> RenderableType:
     totals: dict[str, int] = stats["totals"]
     window = f"last {stats['average_window_seconds'] // 60} min"
-    rows = [
-        ("completed last minute", stats["completed_last_minute"], "enqueued", totals.get("enqueued")),
-        ("failed last minute", stats["failed_last_minute"], "leased", totals.get("leased")),
-        (f"avg wait ({window})", seconds(stats["avg_wait_seconds"]), "completed", totals.get("completed")),
-        (f"avg run ({window})", seconds(stats["avg_run_seconds"]), "failed", totals.get("failed")),
-        ("oldest queued", seconds(stats["oldest_queued_age_seconds"]), "dead", totals.get("dead")),
-        ("lease expirations", stats["lease_expirations"], "requeued", totals.get("requeued")),
-        ("stale tokens refused", stats["stale_token_rejections"], "released", totals.get("released")),
-    ]  # fmt: skip
+    recent = [
+        ("completed last minute", stats["completed_last_minute"], Event.ENQUEUED),
+        ("failed last minute", stats["failed_last_minute"], Event.LEASED),
+        (f"avg wait ({window})", seconds(stats["avg_wait_seconds"]), Event.COMPLETED),
+        (f"avg run ({window})", seconds(stats["avg_run_seconds"]), Event.FAILED),
+        ("oldest queued", seconds(stats["oldest_queued_age_seconds"]), Event.DEAD),
+        ("lease expirations", stats["lease_expirations"], Event.REQUEUED),
+        ("stale tokens refused", stats["stale_token_rejections"], Event.RELEASED),
+    ]
+    # Beside each recent figure, the total of an event since the start, named by its value.
+    rows = [(label, figure, event.value, totals.get(event)) for label, figure, event in recent]
     columns = [
         Column("RECENTLY"),
         Column("", justify="right"),

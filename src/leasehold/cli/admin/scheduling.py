@@ -15,7 +15,16 @@ from leasehold.cli.admin.connect import EXIT_CODES_HELP, AsJson, Token, TokenFil
 from leasehold.cli.admin.table import Cell, Column, fitted
 from leasehold.cli.admin.wire import print_json
 from leasehold.client import DEFAULT_URL
-from leasehold.model import DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE
+from leasehold.model import (
+    DEFAULT_CATCH_UP,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    DEFAULT_TIMEZONE,
+    MAX_ATTEMPTS_LIMIT,
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+)
 
 schedules = typer.Typer(
     help="Periodic jobs: list, show, create or replace, delete.", no_args_is_help=True
@@ -102,17 +111,21 @@ def schedules_put(
     name: Name,
     cron: Annotated[str, typer.Option(help="5 fields, or 6 with seconds first.")],
     kind: Annotated[str, typer.Option(help="The kind of job each run enqueues.")],
-    timezone: Annotated[str, typer.Option(help="IANA time zone the cron is read in.")] = "UTC",
+    timezone: Annotated[
+        str, typer.Option(help="IANA time zone the cron is read in.")
+    ] = DEFAULT_TIMEZONE,
     payload: Annotated[
         str | None,
         typer.Option(help="The jobs' payload: JSON text, @FILE, or - for stdin. Default: null."),
     ] = None,
     queue: Annotated[str, typer.Option(help="The queue its jobs go to.")] = DEFAULT_QUEUE,
-    priority: Annotated[int, typer.Option(min=-1000, max=1000)] = DEFAULT_PRIORITY,
-    max_attempts: Annotated[int, typer.Option(min=1, max=1000)] = DEFAULT_MAX_ATTEMPTS,
+    priority: Annotated[int, typer.Option(min=MIN_PRIORITY, max=MAX_PRIORITY)] = DEFAULT_PRIORITY,
+    max_attempts: Annotated[
+        int, typer.Option(min=1, max=MAX_ATTEMPTS_LIMIT)
+    ] = DEFAULT_MAX_ATTEMPTS,
     catch_up: Annotated[
         str, typer.Option(help="skip | once: runs missed while no coordinator ran.")
-    ] = "skip",
+    ] = DEFAULT_CATCH_UP.value,
     enabled: Annotated[bool, typer.Option("--enabled/--disabled")] = True,
     url: Url = DEFAULT_URL,
     token: Token = None,

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from leasehold.cli.demo.workload import Expected
+from leasehold.model import Event
 
 
 class ProgressView:
@@ -55,7 +56,7 @@ def print_summary(
     counts, totals = stats["by_status"], stats["totals"]
     # Once every job is finished, each was leased once plus once per retry (the database
     # is the demo's own, so the totals are this run's).
-    retries = totals.get("leased", 0) - total
+    retries = totals.get(Event.LEASED, 0) - total
     console.print(
         f"[bold]Done:[/bold] {total} jobs in {seconds:.1f} s,"
         f" [bold]{total / seconds:.0f} jobs/s[/bold]"

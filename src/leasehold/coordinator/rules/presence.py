@@ -7,9 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from leasehold.coordinator.store.contract import WorkerBeat, WorkerSeen
+from leasehold.model import BEAT_SECONDS
 
-BEAT_SECONDS = 5.0
-"""How often the Python worker sends its heartbeat."""
 LIVE_SECONDS = 3 * BEAT_SECONDS
 """A worker seen within this long is live: two lost beats in a row are not a death."""
 KEEP_GONE_SECONDS = 3600.0

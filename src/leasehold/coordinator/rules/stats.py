@@ -10,27 +10,13 @@ from leasehold.coordinator.rules.presence import Unserved, unserved
 from leasehold.coordinator.store.contract import StatsSnapshot, WorkerSeen
 from leasehold.model import OTHER as OTHER  # also named here, where callers find them
 from leasehold.model import TOP_NAMES as TOP_NAMES
-from leasehold.model import JobStatus
+from leasehold.model import Event, JobStatus
 
 RATE_WINDOW_SECONDS = 60
 """'last minute' figures count events in the last 60 seconds (to the second)."""
 AVERAGE_WINDOW_SECONDS = 300
 """Average wait and run times are over jobs leased / completed in the last 5 minutes."""
 WINDOWS = (RATE_WINDOW_SECONDS, AVERAGE_WINDOW_SECONDS)
-EVENTS = (
-    "enqueued",
-    "leased",
-    "renewed",
-    "completed",
-    "failed",
-    "dead",
-    "lease_expired",
-    "stale_token",
-    "released",
-    "requeued",
-    "cancel_requested",
-    "cancelled",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +38,13 @@ class Stats:
     unserved: list[Unserved] = field(default_factory=list)
 
 
-def _average(sums: dict[tuple[str, str], tuple[int, float]], event: str) -> float | None:
+def _average(sums: dict[tuple[str, str], tuple[int, float]], event: Event) -> float | None:
     count = sum(n for (name, _), (n, _) in sums.items() if name == event)
     total = sum(t for (name, _), (_, t) in sums.items() if name == event)
     return total / count if count else None
 
 
-def _window_count(sums: dict[tuple[str, str], tuple[int, float]], event: str) -> int:
+def _window_count(sums: dict[tuple[str, str], tuple[int, float]], event: Event) -> int:
     return sum(n for (name, _), (n, _) in sums.items() if name == event)
 
 
@@ -91,7 +77,7 @@ def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats
     by_queue: dict[str, dict[str, int]] = {}
     for (queue, status), n in snapshot.queue_counts.items():
         by_queue.setdefault(queue, dict.fromkeys((s.value for s in JobStatus), 0))[status] += n
-    totals = dict.fromkeys(EVENTS, 0)
+    totals = dict.fromkeys((e.value for e in Event), 0)  # every event, zero included
     totals_by_kind: dict[str, dict[str, int]] = defaultdict(dict)
     for (event, kind), n in snapshot.totals.items():
         totals[event] = totals.get(event, 0) + n
@@ -107,13 +93,13 @@ def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats
         by_queue=fold(by_queue),
         totals=totals,
         totals_by_kind=fold(totals_by_kind),
-        avg_wait_seconds=_average(longer, "leased"),
-        avg_run_seconds=_average(longer, "completed"),
+        avg_wait_seconds=_average(longer, Event.LEASED),
+        avg_run_seconds=_average(longer, Event.COMPLETED),
         average_window_seconds=AVERAGE_WINDOW_SECONDS,
-        lease_expirations=totals["lease_expired"],
-        stale_token_rejections=totals["stale_token"],
+        lease_expirations=totals[Event.LEASE_EXPIRED],
+        stale_token_rejections=totals[Event.STALE_TOKEN],
         oldest_queued_age_seconds=oldest,
-        completed_last_minute=_window_count(recent, "completed"),
-        failed_last_minute=_window_count(recent, "failed"),
+        completed_last_minute=_window_count(recent, Event.COMPLETED),
+        failed_last_minute=_window_count(recent, Event.FAILED),
         unserved=unserved(snapshot.queued_pairs, live),
     )

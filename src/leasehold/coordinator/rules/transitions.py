@@ -30,6 +30,8 @@ from leasehold.model import (
     DEFAULT_QUEUE,
     JSON,
     AttemptOutcome,
+    EnqueueSpec,
+    Event,
     Job,
     JobStatus,
     Report,
@@ -41,7 +43,7 @@ def _unchanged(job: Job) -> Outcome:
     return Outcome(job)
 
 
-def _rejected(job: Job, error: LeaseholdError, *events: str) -> Outcome:
+def _rejected(job: Job, error: LeaseholdError, *events: Event) -> Outcome:
     return Outcome(job, error=error, events=events)
 
 
@@ -75,7 +77,7 @@ def decide_renew(job: Job, token: int, lease_seconds: float | None, now: datetim
     """Extend a live lease from now, by ``lease_seconds`` or the length it was granted for."""
     stale = fence(job, token)
     if stale:
-        return _rejected(job, stale, "stale_token")
+        return _rejected(job, stale, Event.STALE_TOKEN)
     if job.cancel_requested or job.status is JobStatus.CANCELLED:
         return _rejected(job, JobCancelled(f"job {job.id} was cancelled: stop working on it"))
     if job.report is not None:
@@ -89,7 +91,7 @@ def decide_renew(job: Job, token: int, lease_seconds: float | None, now: datetim
         return _rejected(job, LeaseExpired(f"the lease on job {job.id} has expired"))
     seconds = lease_seconds if lease_seconds is not None else job.lease_seconds or 0.0
     renewed = job.replace(lease_expires_at=lease_expiry(now, seconds), lease_seconds=seconds)
-    return Outcome(renewed, changed=True, events=("renewed",))
+    return Outcome(renewed, changed=True, events=(Event.RENEWED,))
 
 
 def _check_report(
@@ -105,7 +107,7 @@ def _check_report(
     """
     stale = fence(job, token)
     if stale:
-        return _rejected(job, stale, "stale_token")
+        return _rejected(job, stale, Event.STALE_TOKEN)
     if job.status is JobStatus.CANCELLED:
         if report is Report.COMPLETED:
             return _rejected(job, _cancelled(job))
@@ -141,7 +143,7 @@ def _finish_cancelled(job: Job, report: Report, now: datetime, error: str | None
         changed=True,
         error=_cancelled(job) if report is Report.COMPLETED else None,
         attempt=AttemptOutcome.CANCELLED,
-        events=("cancelled",),
+        events=(Event.CANCELLED,),
     )
 
 
@@ -158,7 +160,7 @@ def decide_complete(job: Job, token: int, result: JSON, now: datetime) -> Outcom
         done,
         changed=True,
         attempt=AttemptOutcome.COMPLETED,
-        events=("completed",),
+        events=(Event.COMPLETED,),
         ran_seconds=ran,
     )
 
@@ -183,11 +185,15 @@ def decide_fail(
             # A late report on a job the reaper already buried (its last lease expired): the
             # handler's error replaces "lease expired", but the job died once, back then.
             dead = job.replace(last_error=error, report=Report.FAILED)
-            return Outcome(dead, changed=True, attempt=AttemptOutcome.FAILED, events=("failed",))
+            return Outcome(
+                dead, changed=True, attempt=AttemptOutcome.FAILED, events=(Event.FAILED,)
+            )
         dead = job.replace(
             status=JobStatus.DEAD, last_error=error, report=Report.FAILED, finished_at=now
         )
-        return Outcome(dead, changed=True, attempt=AttemptOutcome.FAILED, events=("failed", "dead"))
+        return Outcome(
+            dead, changed=True, attempt=AttemptOutcome.FAILED, events=(Event.FAILED, Event.DEAD)
+        )
     delay = retry_delay(job.attempts, policy, rng, retry_after_seconds)
     retry = job.replace(
         status=JobStatus.QUEUED,
@@ -196,7 +202,7 @@ def decide_fail(
         report=Report.FAILED,
         lease_expires_at=None,
     )
-    return Outcome(retry, changed=True, attempt=AttemptOutcome.FAILED, events=("failed",))
+    return Outcome(retry, changed=True, attempt=AttemptOutcome.FAILED, events=(Event.FAILED,))
 
 
 FREE_RELEASES = 3
@@ -231,7 +237,7 @@ def decide_release(job: Job, token: int, now: datetime) -> Outcome:
             releases=releases,
         )
         return Outcome(
-            dead, changed=True, attempt=AttemptOutcome.RELEASED, events=("released", "dead")
+            dead, changed=True, attempt=AttemptOutcome.RELEASED, events=(Event.RELEASED, Event.DEAD)
         )
     back = job.replace(
         status=JobStatus.QUEUED,
@@ -241,7 +247,7 @@ def decide_release(job: Job, token: int, now: datetime) -> Outcome:
         lease_expires_at=None,
         releases=releases,
     )
-    return Outcome(back, changed=True, attempt=AttemptOutcome.RELEASED, events=("released",))
+    return Outcome(back, changed=True, attempt=AttemptOutcome.RELEASED, events=(Event.RELEASED,))
 
 
 def decide_expire(job: Job, token: int, now: datetime) -> Outcome:
@@ -266,17 +272,17 @@ def decide_expire(job: Job, token: int, now: datetime) -> Outcome:
             after,
             changed=True,
             attempt=AttemptOutcome.CANCELLED,
-            events=("lease_expired", "cancelled"),
+            events=(Event.LEASE_EXPIRED, Event.CANCELLED),
         )
     if job.attempts >= job.max_attempts:
         after = job.replace(status=JobStatus.DEAD, last_error=error, finished_at=now)
-        events: tuple[str, ...] = ("lease_expired", "dead")
+        events: tuple[Event, ...] = (Event.LEASE_EXPIRED, Event.DEAD)
     else:
         # Queued again holds no lease: clear its expiry, as fail and release do.
         after = job.replace(
             status=JobStatus.QUEUED, run_after=now, last_error=error, lease_expires_at=None
         )
-        events = ("lease_expired",)
+        events = (Event.LEASE_EXPIRED,)
     return Outcome(after, changed=True, attempt=AttemptOutcome.EXPIRED, events=events)
 
 
@@ -305,7 +311,7 @@ def decide_requeue(job: Job, now: datetime) -> Outcome:
         cancel_requested=False,
         releases=0,
     )
-    return Outcome(revived, changed=True, events=("requeued",))
+    return Outcome(revived, changed=True, events=(Event.REQUEUED,))
 
 
 def decide_cancel(job: Job, now: datetime) -> Outcome:
@@ -320,7 +326,7 @@ def decide_cancel(job: Job, now: datetime) -> Outcome:
         return _unchanged(job)
     if job.status is JobStatus.RUNNING:
         marked = job.replace(cancel_requested=True)
-        return Outcome(marked, changed=True, events=("cancel_requested",))
+        return Outcome(marked, changed=True, events=(Event.CANCEL_REQUESTED,))
     # Queued or dead. A late report under the current token now meets the cancellation.
     cancelled = job.replace(
         status=JobStatus.CANCELLED,
@@ -328,7 +334,7 @@ def decide_cancel(job: Job, now: datetime) -> Outcome:
         finished_at=now,
         lease_expires_at=None,
     )
-    return Outcome(cancelled, changed=True, events=("cancelled",))
+    return Outcome(cancelled, changed=True, events=(Event.CANCELLED,))
 
 
 def decide_run_now(job: Job, now: datetime) -> Outcome:
@@ -397,33 +403,27 @@ def request_fingerprint(
 
 
 def normalized_fingerprints(
-    kind: str,
-    payload: JSON,
-    max_attempts: int | None,
-    run_after: datetime | None,
-    priority: int | None,
-    queue: str | None,
-    *,
-    default_max_attempts: int,
-    timeout_seconds: float | None = None,
+    request: EnqueueSpec, *, default_max_attempts: int
 ) -> tuple[str, tuple[str, ...]]:
     """The fingerprint of an enqueue request with its defaults filled in, so a retry that
     spells out a default (``priority: 0``) is the same request as one that leaves it out;
-    and the fingerprint as given, which keys stored by earlier releases carry.
+    and the fingerprint as given, which keys stored by earlier releases carry. Its key and
+    headers are not part of it (DESIGN.md §21).
 
     Normalizing means leaving out what equals its default (so a request that names no
     option hashes as it always did) and writing ``run_after`` in UTC.
     """
+    r = request
     canonical = request_fingerprint(
-        kind,
-        payload,
-        None if max_attempts == default_max_attempts else max_attempts,
-        run_after.astimezone(UTC) if run_after is not None else None,
-        None if priority == DEFAULT_PRIORITY else priority,
-        None if queue == DEFAULT_QUEUE else queue,
-        timeout_seconds,
+        r.kind,
+        r.payload,
+        None if r.max_attempts == default_max_attempts else r.max_attempts,
+        r.run_after.astimezone(UTC) if r.run_after is not None else None,
+        None if r.priority == DEFAULT_PRIORITY else r.priority,
+        None if r.queue == DEFAULT_QUEUE else r.queue,
+        r.timeout_seconds,
     )
     as_given = request_fingerprint(
-        kind, payload, max_attempts, run_after, priority, queue, timeout_seconds
+        r.kind, r.payload, r.max_attempts, r.run_after, r.priority, r.queue, r.timeout_seconds
     )
     return canonical, (() if as_given == canonical else (as_given,))

@@ -11,14 +11,11 @@ first job always fits: a single job is bounded by the payload and result caps.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
 
 from leasehold.coordinator.service import answer
 from leasehold.coordinator.store.contract import lease_order
 from leasehold.errors import LeaseholdError
 from leasehold.model import Job
-
-MAX_ANSWER_BYTES: Final = 8 * 1024 * 1024  # as settings.MAX_ANSWER_BYTES (core imports no settings)
 
 
 class OverBudget(LeaseholdError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import structlog
 
 from leasehold.coordinator.rules.transitions import Outcome
-from leasehold.model import Job
+from leasehold.model import Event, Job
 
 log = structlog.get_logger("leasehold")
 
@@ -22,18 +22,20 @@ def log_fields(job: Job, token: int | None = None) -> dict[str, object]:
     }
 
 
+# The log line each event of a decision writes (enqueues and leases log their own).
 EVENT_NAMES = {
-    "completed": "job.completed",
-    "failed": "job.failed",
-    "dead": "job.dead",
-    "lease_expired": "lease.expired",
-    "renewed": "job.renewed",
-    "released": "job.released",
-    "requeued": "job.requeued",
-    "stale_token": "token.stale",
-    "cancelled": "job.cancelled",
-    "cancel_requested": "job.cancel_requested",
+    Event.COMPLETED: "job.completed",
+    Event.FAILED: "job.failed",
+    Event.DEAD: "job.dead",
+    Event.LEASE_EXPIRED: "lease.expired",
+    Event.RENEWED: "job.renewed",
+    Event.RELEASED: "job.released",
+    Event.REQUEUED: "job.requeued",
+    Event.STALE_TOKEN: "token.stale",
+    Event.CANCELLED: "job.cancelled",
+    Event.CANCEL_REQUESTED: "job.cancel_requested",
 }
+_WARNINGS = (Event.STALE_TOKEN, Event.DEAD, Event.LEASE_EXPIRED)
 
 
 def log_outcome(outcome: Outcome, token: int | None) -> None:
@@ -43,7 +45,7 @@ def log_outcome(outcome: Outcome, token: int | None) -> None:
     if outcome.error is not None:
         fields["error"] = outcome.error.code
     for event in outcome.events:
-        level = "warning" if event in ("stale_token", "dead", "lease_expired") else "info"
-        if event == "renewed":
+        level = "warning" if event in _WARNINGS else "info"
+        if event == Event.RENEWED:
             level = "debug"
         getattr(log, level)(EVENT_NAMES[event], **fields)

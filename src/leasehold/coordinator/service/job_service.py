@@ -19,13 +19,13 @@ from leasehold.coordinator.rules.transitions import (
     Outcome,
 )
 from leasehold.coordinator.service import answer, decisions
-from leasehold.coordinator.service.budget import MAX_ANSWER_BYTES, OverBudget, budget_seal
+from leasehold.coordinator.service.budget import OverBudget, budget_seal
 from leasehold.coordinator.service.duetimer import DueTimer
 from leasehold.coordinator.service.figures import FiguresCache
 from leasehold.coordinator.service.finish import RECHECK_SECONDS as FINISH_RECHECK_SECONDS
 from leasehold.coordinator.service.finish import Finishes, is_finished, wait_finished
 from leasehold.coordinator.service.job_log import log_fields, log_outcome
-from leasehold.coordinator.service.names import MAX_KINDS, MAX_QUEUES, NameCaps
+from leasehold.coordinator.service.names import NameCaps
 from leasehold.coordinator.service.requests import Complete, Enqueue, Fail, Renew
 from leasehold.coordinator.service.wakeup import Waiter, Wakeup
 from leasehold.coordinator.store.contract import (
@@ -49,15 +49,16 @@ from leasehold.errors import (
 )
 from leasehold.model import (
     JSON,
+    MAX_ANSWER_BYTES,
+    MAX_KINDS,
+    MAX_QUEUES,
+    MAX_WAITING_POLLS,
     Attempt,
     Job,
     JobStatus,
 )
 
 log = structlog.get_logger("leasehold")
-
-# Long polls waiting at once, at most; beyond, a poll answers after one look (DESIGN.md §9).
-DEFAULT_MAX_WAITING_POLLS = 4096
 
 
 class JobService:
@@ -70,7 +71,8 @@ class JobService:
         backoff: BackoffPolicy | None = None,
         rng: random.Random | None = None,
         max_payload_bytes: int | None = None,
-        max_waiting_polls: int = DEFAULT_MAX_WAITING_POLLS,
+        # Long polls waiting at once, at most; beyond, a poll answers after one look.
+        max_waiting_polls: int = MAX_WAITING_POLLS,
         max_answer_bytes: int = MAX_ANSWER_BYTES,
         max_kinds: int = MAX_KINDS,
         max_queues: int = MAX_QUEUES,

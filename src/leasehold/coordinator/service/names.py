@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final
 
 from leasehold.errors import TooManyNames
-
-MAX_KINDS: Final = 1000
-MAX_QUEUES: Final = 100
+from leasehold.model import MAX_KINDS, MAX_QUEUES
 
 
 class NameCaps:

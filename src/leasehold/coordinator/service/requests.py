@@ -23,14 +23,7 @@ class Enqueue(EnqueueSpec):
     def new_job(self) -> NewJob:
         """The job to store: defaults filled in, and its fingerprints for the key."""
         canonical, earlier = normalized_fingerprints(
-            self.kind,
-            self.payload,
-            self.max_attempts,
-            self.run_after,
-            self.priority,
-            self.queue,
-            default_max_attempts=DEFAULT_MAX_ATTEMPTS,
-            timeout_seconds=self.timeout_seconds,
+            self, default_max_attempts=DEFAULT_MAX_ATTEMPTS
         )
         return NewJob(
             kind=self.kind,

@@ -38,13 +38,11 @@ from leasehold.coordinator.api.schemas.jobs import (
     RequeueCount,
 )
 from leasehold.coordinator.service.job_service import JobService
-from leasehold.coordinator.service.requests import Enqueue
-from leasehold.coordinator.settings import MAX_WAIT_SECONDS
 from leasehold.coordinator.store.contract import AttemptPage, DeadFilter, JobFilter
 from leasehold.errors import (
     IdempotencyConflict,
 )
-from leasehold.model import JobStatus
+from leasehold.model import MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, JobStatus
 from leasehold.tracing import tag_jobs
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -74,19 +72,7 @@ async def enqueue(
 
 async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | None) -> Response:
     """POST /jobs once its input is parsed (also answered by ``api.fastpath``)."""
-    inserted = await service.enqueue(
-        Enqueue(
-            body.kind,
-            body.payload,
-            body.max_attempts,
-            body.run_after,
-            key,
-            body.priority,
-            body.queue,
-            body.headers,
-            body.timeout_seconds,
-        )
-    )
+    inserted = await service.enqueue(body.spec(key))
     tag_jobs([inserted.job.id])
     return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
 
@@ -100,20 +86,7 @@ async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | No
 async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response:
     """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none."""
     inserted = await service_of(request).enqueue_many(
-        [
-            Enqueue(
-                j.kind,
-                j.payload,
-                j.max_attempts,
-                j.run_after,
-                j.idempotency_key,
-                j.priority,
-                j.queue,
-                j.headers,
-                j.timeout_seconds,
-            )
-            for j in body.jobs
-        ]
+        [j.spec(j.idempotency_key) for j in body.jobs]
     )
     return reply_json({"jobs": [{"job": job_json(i.job), "created": i.created} for i in inserted]})
 
@@ -124,7 +97,7 @@ async def list_jobs(
     status: JobStatus | None = None,
     kind: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = 100,
     queue: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     error_contains: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
     idempotency_key: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
@@ -199,7 +172,7 @@ async def job_attempts(
     job_id: str,
     request: Request,
     cursor: Annotated[str | None, Query(max_length=40)] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = 100,
 ) -> Response:
     """The job's lease history, oldest first, a page at a time."""
     jid = parse_job_id(job_id)

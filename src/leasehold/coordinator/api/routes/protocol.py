@@ -10,8 +10,8 @@ from leasehold.batch_items import MAX_BATCH
 from leasehold.coordinator.api.auth import PUBLIC
 from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.protocol import CAPABILITIES, PROTOCOL_VERSION, SUPPORTED_VERSIONS
-from leasehold.coordinator.settings import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.coordinator.store.contract import LEASE_REQUEST_WINDOW_SECONDS
+from leasehold.model import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 
 
 class Limits(BaseModel):

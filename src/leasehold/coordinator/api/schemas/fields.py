@@ -21,8 +21,11 @@ from pydantic import (
 )
 
 from leasehold.coordinator.rules.userjson import INVISIBLE_MESSAGE, has_invisible, json_problem
-from leasehold.coordinator.settings import MAX_LEASE_SECONDS
 from leasehold.model import (
+    DEFAULT_PRIORITY,
+    MAX_LEASE_SECONDS,
+    MAX_PRIORITY,
+    MIN_PRIORITY,
     RESERVED_KEY_PREFIX,
 )
 
@@ -44,16 +47,10 @@ MAX_KINDS_PER_LEASE = 100
 MAX_JOBS_PER_LEASE = 1000
 
 
-MAX_ATTEMPTS_LIMIT = 1000
-
-
 MAX_QUEUE_LENGTH = 100
 
 
 MAX_QUEUES_PER_LEASE = 100
-
-
-MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
 
 
 MAX_RUNNING_LIMIT = 100_000
@@ -147,7 +144,11 @@ LeaseRequestId = Annotated[
 
 Priority = Annotated[
     StrictInt,
-    Field(ge=MIN_PRIORITY, le=MAX_PRIORITY, description="higher is leased first (default 0)"),
+    Field(
+        ge=MIN_PRIORITY,
+        le=MAX_PRIORITY,
+        description=f"higher is leased first (default {DEFAULT_PRIORITY})",
+    ),
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 from typing import Annotated
 
 from pydantic import (
@@ -13,7 +15,6 @@ from pydantic import (
 
 from leasehold.batch_items import MAX_BATCH
 from leasehold.coordinator.api.schemas.fields import (
-    MAX_ATTEMPTS_LIMIT,
     MAX_ERROR_LENGTH,
     Headers,
     IdempotencyKey,
@@ -27,15 +28,25 @@ from leasehold.coordinator.api.schemas.fields import (
     UtcTime,
 )
 from leasehold.coordinator.service.answer import job_wire
+from leasehold.coordinator.service.requests import Enqueue
 from leasehold.model import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
+    MAX_ATTEMPTS_LIMIT,
+    MAX_REQUEUE_LIMIT,
     Attempt,
     AttemptOutcome,
+    EnqueueSpec,
     Job,
     JobStatus,
 )
+
+# An enqueue's fields are the model's EnqueueSpec: the wire model below gives each its wire
+# type and documentation, in the same order (``check``, at import), and
+# ``EnqueueRequest.spec`` carries them over.
+_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(EnqueueSpec))
+_spec_values = operator.attrgetter(*_SPEC_FIELDS)
 
 
 class EnqueueRequest(Strict):
@@ -62,6 +73,26 @@ class EnqueueRequest(Strict):
         " with error type 'timeout' (default: the handler's own, else none)",
     )
 
+    def spec(self, idempotency_key: str | None) -> Enqueue:
+        """The request as the service takes it, under ``idempotency_key`` (the body's, or
+        the Idempotency-Key header's)."""
+        request = Enqueue(*_spec_values(self))  # by position: as fast as spelling them out
+        if idempotency_key != self.idempotency_key:
+            request = dataclasses.replace(request, idempotency_key=idempotency_key)
+        return request
+
+
+def check(request_model: type[BaseModel]) -> None:
+    """Refuse an enqueue's wire model whose fields are not ``EnqueueSpec``'s, in order."""
+    if tuple(request_model.model_fields) != _SPEC_FIELDS:
+        raise TypeError(
+            f"{request_model.__name__}'s fields {tuple(request_model.model_fields)} are not"
+            f" model.EnqueueSpec's {_SPEC_FIELDS}"
+        )
+
+
+check(EnqueueRequest)
+
 
 class BatchEnqueueRequest(Strict):
     jobs: Annotated[list[EnqueueRequest], Field(min_length=1, max_length=MAX_BATCH)]
@@ -70,7 +101,7 @@ class BatchEnqueueRequest(Strict):
 class BulkRequeueRequest(Strict):
     kind: Kind | None = None
     error_contains: Annotated[str, Field(min_length=1, max_length=MAX_ERROR_LENGTH)] | None = None
-    limit: Annotated[StrictInt, Field(ge=1, le=10_000)] = 1000
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_REQUEUE_LIMIT)] = 1000
 
 
 class JobOut(BaseModel):

@@ -30,7 +30,7 @@ from leasehold.coordinator.api.schemas.fields import (
     _no_nul,
 )
 from leasehold.coordinator.api.schemas.jobs import JobOut
-from leasehold.coordinator.settings import MAX_WAIT_SECONDS
+from leasehold.model import MAX_WAIT_SECONDS
 
 
 class LeaseRequest(Strict):

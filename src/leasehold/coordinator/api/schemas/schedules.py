@@ -1,8 +1,15 @@
-"""Wire models of the schedule routes."""
+"""Wire models of the schedule routes.
+
+A schedule's fields are the model's ``ScheduleSpec`` (its name is the request's path): the
+wire models give each its wire type and documentation, in the wire's order, and carry
+them over by name; a request that leaves one out gets the spec's default. ``check``
+refuses, at import, wire models that stop following the spec.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import dataclasses
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -13,7 +20,6 @@ from pydantic import (
 )
 
 from leasehold.coordinator.api.schemas.fields import (
-    MAX_ATTEMPTS_LIMIT,
     Kind,
     Priority,
     QueueName,
@@ -22,9 +28,12 @@ from leasehold.coordinator.api.schemas.fields import (
     UtcTime,
 )
 from leasehold.model import (
+    DEFAULT_CATCH_UP,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
+    DEFAULT_TIMEZONE,
+    MAX_ATTEMPTS_LIMIT,
     CatchUp,
     Schedule,
     ScheduleSpec,
@@ -38,7 +47,7 @@ class ScheduleRequest(Strict):
         description="5 fields (minute hour day month weekday) or 6 with seconds first"
     )
     timezone: Annotated[str, Field(min_length=1, max_length=64)] = Field(
-        default="UTC", description="IANA time zone the cron expression is read in"
+        default=DEFAULT_TIMEZONE, description="IANA time zone the cron expression is read in"
     )
     kind: Kind
     payload: UserJSON = None
@@ -46,25 +55,15 @@ class ScheduleRequest(Strict):
     priority: Priority = DEFAULT_PRIORITY
     max_attempts: Annotated[StrictInt, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)] = DEFAULT_MAX_ATTEMPTS
     catch_up: CatchUp = Field(
-        default=CatchUp.SKIP,
+        default=DEFAULT_CATCH_UP,
         description="fire times missed while no coordinator ran: skip them, or run the"
         " latest of them once",
     )
     enabled: StrictBool = True
 
     def spec(self, name: str) -> ScheduleSpec:
-        return ScheduleSpec(
-            name=name,
-            cron=self.cron,
-            kind=self.kind,
-            timezone=self.timezone,
-            payload=self.payload,
-            queue=self.queue,
-            priority=self.priority,
-            max_attempts=self.max_attempts,
-            catch_up=self.catch_up,
-            enabled=self.enabled,
-        )
+        """The schedule ``name`` (the path's) as this request sets it."""
+        return ScheduleSpec(name=name, **{f: getattr(self, f) for f in type(self).model_fields})
 
 
 class ScheduleOut(BaseModel):
@@ -85,24 +84,35 @@ class ScheduleOut(BaseModel):
 
     @classmethod
     def of(cls, schedule: Schedule) -> ScheduleOut:
-        spec = schedule.spec
-        return cls.model_construct(
-            name=spec.name,
-            cron=spec.cron,
-            timezone=spec.timezone,
-            kind=spec.kind,
-            payload=spec.payload,
-            queue=spec.queue,
-            priority=spec.priority,
-            max_attempts=spec.max_attempts,
-            catch_up=spec.catch_up,
-            enabled=spec.enabled,
-            next_fire_at=schedule.next_fire_at,
-            last_fire_at=schedule.last_fire_at,
-            created_at=schedule.created_at,
-            updated_at=schedule.updated_at,
-        )
+        """The stored schedule: its spec's fields, and where it stands."""
+        return cls.model_construct(**_fields(schedule.spec), **_fields(schedule, but="spec"))
 
 
 class ScheduleList(BaseModel):
     schedules: list[ScheduleOut]
+
+
+def _fields(value: Any, *, but: str = "") -> dict[str, Any]:
+    """A dataclass's fields by name, ``but`` one."""
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name != but}
+
+
+def check(request_model: type[BaseModel], out_model: type[BaseModel]) -> None:
+    """Refuse wire models of a schedule that do not follow ``ScheduleSpec``: the request
+    has its fields but the name, with its defaults; the answer has a stored schedule's."""
+    spec = {f.name: f.default for f in dataclasses.fields(ScheduleSpec)}
+    request = request_model.model_fields
+    if request.keys() != spec.keys() - {"name"}:
+        raise TypeError(
+            f"{request_model.__name__}'s fields {sorted(request)} are not ScheduleSpec's"
+        )
+    for name, field in request.items():
+        required = spec[name] is dataclasses.MISSING
+        if field.is_required() != required or not (required or field.default == spec[name]):
+            raise TypeError(f"{request_model.__name__}'s default for {name} is not ScheduleSpec's")
+    stored = spec.keys() | ({f.name for f in dataclasses.fields(Schedule)} - {"spec"})
+    if out_model.model_fields.keys() != stored:
+        raise TypeError(f"{out_model.__name__}'s fields are not a stored Schedule's")
+
+
+check(ScheduleRequest, ScheduleOut)
