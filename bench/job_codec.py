@@ -5,7 +5,7 @@
 Times, for ``--jobs`` jobs, the best of ``--repeat`` runs of: decoding stored rows into
 ``model.Job`` (SQLite's positional rows, PostgreSQL's rows by name: dicts stand in for
 asyncpg's Records), the guarded write's parameters (SQLite), encoding the job's wire form
-(``core.answer.job_bytes``) and the client's parsing of it (``client._parse.parse_job``);
+(``service.answer.job_bytes``) and the client's parsing of it (``client._parse.parse_job``);
 and, beside SQLite's generated row decoder, the same as a loop over the fields.
 Run it before and after a change to one of them; it takes a few seconds.
 """

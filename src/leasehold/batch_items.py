@@ -2,7 +2,7 @@
 one definition, which the client sends and the coordinator answers with.
 
 The client builds its requests from these dataclasses (``wire()`` is an item's JSON); the
-coordinator validates the same JSON with its Pydantic models (``api.schemas.RenewItem``,
+coordinator validates the same JSON with its Pydantic models (``api.schemas.leases.RenewItem``,
 ...), which stay declared there because they carry the bounds and the OpenAPI
 documentation, and a unit test holds their fields equal to these items' wire keys. The
 outcome and the verdict of an answered item are the enums both sides use.

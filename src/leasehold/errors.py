@@ -31,7 +31,7 @@ The tree::
 
 ``JobCancelled`` is also what waiting for a cancelled job's result raises.
 
-The HTTP layer maps them to status codes in one table (``api/errors.py``); the client
+The HTTP layer maps them to status codes in one table (``coordinator/api/errors.py``); the client
 maps status codes back to the same types.
 """
 

@@ -5,9 +5,9 @@ job list's summary leaves out, and how each goes on the wire and is read back.
 same order, what the rest of the code needs to know of it, and everything that lists the
 fields is derived from the two: both backends' column lists (full and summary), their row
 decoders, their guarded write's SET list and its parameters, the answer's wire dict
-(``core.answer.job_wire``) and the client's parser (``client._parse.parse_job``). Adding
+(``service.answer.job_wire``) and the client's parser (``client._parse.parse_job``). Adding
 a field to the job is: the field on ``Job``, its line here, a migration per dialect, and
-(if it goes on the wire) its name in ``WIRE_ORDER`` and in ``api.schemas.JobOut``, whose
+(if it goes on the wire) its name in ``WIRE_ORDER`` and in ``api.schemas.jobs.JobOut``, whose
 fields a test holds equal to these.
 
 One name serves as the attribute, the column and the wire key. A field is nullable (stored
@@ -144,7 +144,7 @@ WIRE_ORDER: Final = (
 kept, as a client may depend on it. New fields go at the end."""
 
 DERIVED_WIRE: Final = ("error_summary",)
-"""Wire keys sent after the fields, computed from them by ``core.answer``."""
+"""Wire keys sent after the fields, computed from them by ``service.answer``."""
 
 BY_NAME: Final = {f.name: f for f in FIELDS}
 POSITION: Final = {f.name: i for i, f in enumerate(FIELDS)}

@@ -175,7 +175,7 @@ OTHER = "other"
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What a rule (core/transitions.py) decided about one job; the store applies it."""
+    """What a rule (coordinator/rules/transitions.py) decided about one job; the store applies it."""
 
     job: Job
     changed: bool = False
@@ -195,7 +195,7 @@ class Outcome:
         ]
 
 
-# -- schedules (the rules that fire them are in core/fire_times.py) ------------------------
+# -- schedules (the rules that fire them are in coordinator/rules/fire_times.py) ------------------------
 
 
 class CatchUp(StrEnum):

@@ -1,4 +1,4 @@
-"""POST /jobs past FastAPI's layers (api/fastpath.py): taken only for plain requests, and
+"""POST /jobs past FastAPI's layers (coordinator/api/middleware/fastpath.py): taken only for plain requests, and
 answering exactly as the route does."""
 
 from __future__ import annotations

@@ -257,7 +257,7 @@ async def limited_run(
     await watcher
     assert seen and max(seen) <= LIMIT
     # Another coordinator's completions show in this one's /stats within a second (its
-    # figures are cached that long: core/figures.py), so read until they do.
+    # figures are cached that long: coordinator/service/figures.py), so read until they do.
 
     async def all_completed() -> bool:
         return bool((await api.get("/stats")).body["by_status"]["completed"] == 96)

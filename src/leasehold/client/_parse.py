@@ -166,7 +166,7 @@ _job_of_wire: Final = job_fields.wire_decoder(
 
 
 def parse_job(data: Any) -> Job:
-    """A ``model.Job`` from its wire form (``api.schemas.JobOut``).
+    """A ``model.Job`` from its wire form (``api.schemas.jobs.JobOut``).
 
     Parsed here rather than with the server's schema, so that the client does not import
     the coordinator (FastAPI and all). The fields the coordinator keeps to itself

@@ -144,7 +144,7 @@ class Metrics:
     ) -> bytes:
         for status, n in by_status.items():
             self.jobs.labels(status).set(n)
-        # The figures come folded (core/stats.py); names that left the top go away here.
+        # The figures come folded (coordinator/rules/stats.py); names that left the top go away here.
         self.jobs_by_kind.clear()
         self.jobs_by_queue.clear()
         for kind, counts in by_kind.items():

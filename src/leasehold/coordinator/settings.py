@@ -125,7 +125,7 @@ class CoordinatorSettings:
         min=1,
         help="Cap on a job's payload and a completion's result, as compact JSON (413).",
     )
-    # Per connection, enforced by the HTTP protocol (api/connections.py) before any route runs.
+    # Per connection, enforced by the HTTP protocol (coordinator/server/connections.py) before any route runs.
     max_header_bytes: int = setting(
         MAX_HEADER_BYTES,
         min=1024,

@@ -17,7 +17,9 @@ from leasehold.errors import LeaseholdError
 
 log = structlog.get_logger("leasehold.worker")
 
-BEAT_SECONDS = 5.0  # the coordinator counts a worker live for 3 beats (core/workers.py)
+BEAT_SECONDS = (
+    5.0  # the coordinator counts a worker live for 3 beats (coordinator/rules/presence.py)
+)
 
 
 def beat_body(

@@ -6,7 +6,7 @@ These dicts are the same JSON as the response models in ``schemas`` (which stay 
 documented contract in the OpenAPI schema); ``tests/unit/test_wire.py`` holds them equal.
 Times come out as RFC 3339 in UTC with ``+00:00``, exactly as ``datetime.isoformat``.
 
-Jobs are embedded as fragments (``core.answer.job_json``), each of which was built once
+Jobs are embedded as fragments (``service.answer.job_json``), each of which was built once
 already inside the store's transaction, so that an answer cannot fail once its change is
 committed.
 """

@@ -34,7 +34,7 @@ class Stats:
     oldest_queued_age_seconds: float | None
     completed_last_minute: int
     failed_last_minute: int
-    # Queued work that no live worker serves (heartbeats only; see core/workers.py).
+    # Queued work that no live worker serves (heartbeats only; see coordinator/rules/presence.py).
     unserved: list[Unserved] = field(default_factory=list)
 
 

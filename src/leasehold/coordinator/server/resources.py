@@ -2,7 +2,7 @@
 
 Every connection is a file descriptor. Under the common default soft limit of 1,024, a
 thousand idle sockets were enough to refuse every new connection (workers could then not
-renew their leases). The request timeout (api/connections.py) closes such sockets; raising the
+renew their leases). The request timeout (coordinator/server/connections.py) closes such sockets; raising the
 soft limit to the hard one at start gives that timeout room to act, and a failed accept is
 logged rather than silent.
 """

@@ -2,7 +2,7 @@
 
 A batch lease of 1,000 jobs whose payloads are near the payload cap would be a 256 MB
 answer, built in memory while the coordinator serves everyone else. A lease is therefore
-sealed (``core/answer.py``) with a budget as well: inside the lease's transaction, the jobs
+sealed (``coordinator/service/answer.py``) with a budget as well: inside the lease's transaction, the jobs
 are encoded in lease order and, if they pass the budget, the lease is rolled back and made
 again for as many jobs as fitted. Jobs that are not in the answer are never leased. The
 first job always fits: a single job is bounded by the payload and result caps.

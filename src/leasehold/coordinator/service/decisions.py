@@ -1,6 +1,6 @@
 """The rules bound to a request: the store calls ``decide(job, now)``, and each of these takes
 the request's arguments in front (``functools.partial``), then applies its rule from
-``core.transitions``. ``sealed`` encodes the answer inside the transaction (core/answer.py).
+``rules.transitions``. ``sealed`` encodes the answer inside the transaction (coordinator/service/answer.py).
 """
 
 from __future__ import annotations

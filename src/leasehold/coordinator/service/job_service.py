@@ -62,7 +62,7 @@ log = structlog.get_logger("leasehold")
 
 
 class JobService:
-    """The coordinator's operations. Rules come from core.transitions, storage from Store."""
+    """The coordinator's operations. Rules come from rules.transitions, storage from Store."""
 
     def __init__(
         self,
@@ -94,7 +94,7 @@ class JobService:
         self._due_task: asyncio.Task[None] | None = None
         self.metrics = Metrics()
         self.stopping = False
-        # Queues known to be paused (kept by core.operations): their jobs wake no lessee.
+        # Queues known to be paused (kept by service.operations): their jobs wake no lessee.
         self.paused: frozenset[str] = frozenset()
         store.subscribe(self.wakeup.notify)  # work made available by other coordinators
 
@@ -205,7 +205,7 @@ class JobService:
         ``gone`` tells whether the lessee has stopped waiting (its connection closed); a
         long poll asks it before each new look, so that no job is leased to nobody.
         ``request_id``: a retry of a request with this id (same worker) gets the leases
-        the first one made instead of new ones (store.base.LeaseRequest).
+        the first one made instead of new ones (store.contract.LeaseRequest).
         """
         request = LeaseRequest(
             worker_id,
@@ -353,7 +353,7 @@ class JobService:
 
     def figures_changed(self) -> None:
         """This coordinator changed jobs: the next /stats computes its figures afresh, so
-        a client reads its own writes (core/figures.py)."""
+        a client reads its own writes (coordinator/service/figures.py)."""
         self._figures.changed()
 
     async def stats(self) -> Stats:

@@ -387,7 +387,7 @@ class Store(Protocol):
         """Every limit, by kind, with the kind's running jobs counted now."""
         ...
 
-    # -- operations: deleting, paused queues, workers (store/ops.py) ----------------------
+    # -- operations: deleting, paused queues, workers (store/contract.py) ----------------------
 
     async def jobs_delete(self, query: DeleteFilter) -> int:
         """Delete up to ``query.limit`` jobs matching the filter, with their attempt records,

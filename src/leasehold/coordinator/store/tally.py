@@ -14,10 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from leasehold.model import Job, JobStatus, Outcome
-
-ENQUEUED = "enqueued"
-LEASED = "leased"
+from leasehold.model import Event, Job, JobStatus, Outcome
 
 
 @dataclass(slots=True)
@@ -25,22 +22,22 @@ class Tally:
     """Events by (name, kind), with the sum of their values, and job-count deltas by
     (queue, kind, status)."""
 
-    events: Counter[tuple[str, str]] = field(default_factory=Counter)
-    sums: dict[tuple[str, str], float] = field(default_factory=dict)
+    events: Counter[tuple[Event, str]] = field(default_factory=Counter)
+    sums: dict[tuple[Event, str], float] = field(default_factory=dict)
     counts: Counter[tuple[str, str, JobStatus]] = field(default_factory=Counter)
 
-    def event(self, name: str, kind: str, value: float = 0.0, n: int = 1) -> None:
+    def event(self, name: Event, kind: str, value: float = 0.0, n: int = 1) -> None:
         self.events[name, kind] += n
         self.sums[name, kind] = self.sums.get((name, kind), 0.0) + value
 
     def made(self, queue: str, kind: str) -> None:
         """A job enqueued: its event, and one more queued job of its queue and kind."""
-        self.event(ENQUEUED, kind)
+        self.event(Event.ENQUEUED, kind)
         self.counts[queue, kind, JobStatus.QUEUED] += 1
 
     def leased(self, job: Job, waited: float) -> None:
         """A lease granted; ``waited``: seconds from the job's run_after to its lease."""
-        self.event(LEASED, job.kind, max(0.0, waited))
+        self.event(Event.LEASED, job.kind, max(0.0, waited))
         self.moved(job, JobStatus.QUEUED, JobStatus.RUNNING)
 
     def decided(self, before: Job, outcome: Outcome) -> None:
@@ -64,7 +61,7 @@ class Tally:
         table, sorted (so that two transactions lock counter rows in one order): events
         with the queue '', job counts under 'jobs:<status>'."""
         events = [
-            (name, kind, "", n, self.sums[name, kind])
+            (str(name), kind, "", n, self.sums[name, kind])
             for (name, kind), n in self.events.items()
             if n
         ]
