@@ -23,6 +23,10 @@ from leasehold.cli.logs import (
 )
 from leasehold.client import DEFAULT_URL
 from leasehold.model import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
+from leasehold.worker.settings import WorkerSettings
+
+# The worker's defaults, whose one home is WorkerSettings: `worker` shows them.
+_WORKER = WorkerSettings(worker_id="")
 
 
 def worker(
@@ -34,7 +38,11 @@ def worker(
     ),
     url: str = typer.Option(DEFAULT_URL, envvar="LEASEHOLD_URL", help="The coordinator."),
     concurrency: int = typer.Option(
-        4, envvar="LEASEHOLD_CONCURRENCY", min=1, max=1000, help="Jobs run at once."
+        _WORKER.concurrency,
+        envvar="LEASEHOLD_CONCURRENCY",
+        min=1,
+        max=1000,
+        help="Jobs run at once.",
     ),
     kinds: str | None = typer.Option(
         None,
@@ -67,14 +75,14 @@ def worker(
         None, envvar="LEASEHOLD_TOKEN_FILE", help=TOKEN_FILE_HELP, show_default=False
     ),
     wait_seconds: float = typer.Option(
-        5.0,
+        _WORKER.wait_seconds,
         envvar="LEASEHOLD_WAIT_SECONDS",
         min=1,
         max=int(MAX_WAIT_SECONDS),  # shown as 30
         help="Long poll: how long one lease request waits for a job.",
     ),
     grace_seconds: float = typer.Option(
-        30.0,
+        _WORKER.grace_seconds,
         envvar="LEASEHOLD_GRACE_SECONDS",
         min=0,
         help="After the first SIGINT/SIGTERM, how long running jobs get to finish.",
@@ -84,7 +92,7 @@ def worker(
 ) -> None:
     """Run handlers for jobs. The first Ctrl+C or SIGTERM lets running jobs finish and exits
     0; a second one cancels them and hands their jobs back."""
-    from leasehold.worker import AppLoadError, WorkerSettings, run_worker
+    from leasehold.worker import AppLoadError, run_worker
     from leasehold.worker.loader import load_app
     from leasehold.worker.settings import default_worker_id
 

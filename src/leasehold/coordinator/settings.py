@@ -168,8 +168,10 @@ class CoordinatorSettings:
         min=1,
         help="Distinct queues accepted; a job in one more queue is refused (422).",
     )
-    # Retention of finished jobs, per status, in seconds after they finished (0: forever);
-    # the defaults and their reasons are in maintenance/retention.py and DESIGN.md §20.
+    # Retention of finished jobs, per status, in seconds after they finished (0: forever).
+    # As River's job cleaner: completed and cancelled jobs a day (long enough to look at
+    # what happened overnight, and to cover an idempotency key's retries), dead jobs a week
+    # (they wait for a person: a weekend plus a few days). DESIGN.md §20.
     retain_completed_seconds: float = setting(
         86_400.0,
         min=0,

@@ -1,11 +1,37 @@
-"""The worker: handlers registered by kind, run by ``leasehold worker APP``."""
+"""The worker: handlers registered by kind, run by ``leasehold worker APP``.
 
-from leasehold.worker.context import WorkerContext, current_context, current_job
-from leasehold.worker.errors import AppLoadError, PermanentFailure, Retry
-from leasehold.worker.job import LeasedJob
-from leasehold.worker.lease_loop import Worker, run_worker
-from leasehold.worker.registry import Handler, Registry
-from leasehold.worker.settings import WorkerSettings
+The names below are imported on first use (``leasehold._lazy``), so that the command line
+can read the worker's settings without importing the HTTP client and the lease loop.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from leasehold._lazy import exports
+
+if TYPE_CHECKING:
+    from leasehold.worker.context import WorkerContext, current_context, current_job
+    from leasehold.worker.errors import AppLoadError, PermanentFailure, Retry
+    from leasehold.worker.job import LeasedJob
+    from leasehold.worker.lease_loop import Worker, run_worker
+    from leasehold.worker.registry import Handler, Registry
+    from leasehold.worker.settings import WorkerSettings
+
+_HOMES: dict[str, str] = {
+    "WorkerContext": "leasehold.worker.context",
+    "current_context": "leasehold.worker.context",
+    "current_job": "leasehold.worker.context",
+    "AppLoadError": "leasehold.worker.errors",
+    "PermanentFailure": "leasehold.worker.errors",
+    "Retry": "leasehold.worker.errors",
+    "LeasedJob": "leasehold.worker.job",
+    "Worker": "leasehold.worker.lease_loop",
+    "run_worker": "leasehold.worker.lease_loop",
+    "Handler": "leasehold.worker.registry",
+    "Registry": "leasehold.worker.registry",
+    "WorkerSettings": "leasehold.worker.settings",
+}
 
 __all__ = [
     "AppLoadError",
@@ -21,3 +47,5 @@ __all__ = [
     "current_job",
     "run_worker",
 ]
+
+__getattr__, __dir__ = exports(__name__, _HOMES)

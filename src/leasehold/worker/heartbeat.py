@@ -14,12 +14,9 @@ import structlog
 from leasehold._version import __version__
 from leasehold.client import Client
 from leasehold.errors import LeaseholdError
+from leasehold.model import BEAT_SECONDS  # the coordinator counts a worker live for 3 beats
 
 log = structlog.get_logger("leasehold.worker")
-
-BEAT_SECONDS = (
-    5.0  # the coordinator counts a worker live for 3 beats (coordinator/rules/presence.py)
-)
 
 
 def beat_body(

@@ -1,8 +1,7 @@
 """Retention: finished jobs are deleted by age, per status, a small batch at a time.
 
-Defaults follow River's job cleaner: completed and cancelled jobs are kept a day (long
-enough to look at what happened overnight, and to cover an idempotency key's retries),
-dead jobs a week (they wait for a person: a weekend plus a few days). 0 keeps forever.
+The ages are the coordinator's settings (``--retain-*-seconds``, whose defaults and reasons
+``coordinator/settings.py`` gives); 0 keeps forever.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from leasehold.model import JobStatus
 
 log = structlog.get_logger("leasehold")
 
-DAY = 86_400.0
 BATCH = 1000
 """Jobs per delete transaction: a few milliseconds of work, so leases never queue long."""
 
@@ -27,9 +25,9 @@ BATCH = 1000
 class Retention:
     """Seconds a finished job is kept after it finished, per status; 0 keeps it forever."""
 
-    completed_seconds: float = DAY
-    cancelled_seconds: float = DAY
-    dead_seconds: float = 7 * DAY
+    completed_seconds: float
+    cancelled_seconds: float
+    dead_seconds: float
 
     def ages(self) -> list[tuple[JobStatus, float]]:
         return [
