@@ -37,7 +37,6 @@ from leasehold.coordinator.api.schemas.jobs import (
     JobPage,
     RequeueCount,
 )
-from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
 from leasehold.coordinator.settings import MAX_WAIT_SECONDS
 from leasehold.coordinator.store.contract import AttemptPage, DeadFilter, JobFilter
@@ -69,12 +68,7 @@ async def enqueue(
                 "the Idempotency-Key header and the body carry different keys"
             )
         key = idempotency_key
-    return await enqueue_reply(service_of(request), body, key)
-
-
-async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | None) -> Response:
-    """POST /jobs once its input is parsed (also answered by ``api.fastpath``)."""
-    inserted = await service.enqueue(
+    inserted = await service_of(request).enqueue(
         Enqueue(
             body.kind,
             body.payload,

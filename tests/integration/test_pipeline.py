@@ -1,5 +1,6 @@
-"""POST /jobs past FastAPI's layers (api/fastpath.py): taken only for plain requests, and
-answering exactly as the route does."""
+"""One request pipeline (api/middleware/pipeline.py, then api/handler.py): POST /jobs
+answers the same whichever way the key is sent, every refusal comes from its one place in
+the sequence, and every answer carries the same headers and log line."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import pytest
 from fastapi import FastAPI
 from structlog.testing import capture_logs
 
-from leasehold.coordinator.api.middleware import fastpath
-from leasehold.coordinator.api.routes import jobs as routes
 from leasehold.coordinator.app import create_app
 from leasehold.coordinator.auth_tokens import HashedToken, Role, hash_token
 from leasehold.coordinator.settings import CoordinatorSettings
@@ -80,20 +79,6 @@ async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
         yield app
 
 
-@pytest.fixture
-def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """One entry per request the fast path answered (the route counts none)."""
-    calls: list[bool] = []
-    answer = routes.enqueue_reply
-
-    async def counting(*args: Any) -> Any:
-        calls.append(True)
-        return await answer(*args)
-
-    monkeypatch.setattr(fastpath, "enqueue_reply", counting)
-    return calls
-
-
 PRODUCER: Headers = [(b"authorization", b"Bearer p-token")]
 JSON: Headers = [(b"content-type", b"application/json")]
 
@@ -102,28 +87,19 @@ def comparable(job: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in job.items() if k not in {"id", "created_at", "run_after"}}
 
 
-async def test_a_plain_enqueue_takes_the_fast_path_and_answers_as_the_route(
-    app: FastAPI, taken: list[bool]
-) -> None:
+async def test_the_key_in_the_body_or_in_the_header_is_the_same_enqueue(app: FastAPI) -> None:
     body = orjson.dumps({"kind": "k", "payload": {"n": 1}, "idempotency_key": "a", "priority": 3})
-    fast = await call(app, body, PRODUCER + JSON)
-    assert taken == [True]
-    # The header sends the same request through the route.
+    first = await call(app, body, PRODUCER + JSON)
     other = orjson.dumps({"kind": "k", "payload": {"n": 1}, "priority": 3})
-    routed = await call(app, other, [*PRODUCER, *JSON, (b"idempotency-key", b"a")])
-    assert taken == [True]
-    assert routed[0] == 200  # the same key and request: the job already stored
-    assert fast[0] == 201
-    assert routed[1] == fast[1]
-    again = await call(app, body, PRODUCER + JSON)
-    assert taken == [True, True]
-    assert again == (200, fast[1])
+    by_header = await call(app, other, [*PRODUCER, *JSON, (b"idempotency-key", b"a")])
+    assert first[0] == 201
+    assert by_header == (200, first[1])  # the same key and request: the job already stored
+    assert await call(app, body, PRODUCER + JSON) == (200, first[1])
     plain = await call(app, orjson.dumps({"kind": "k", "payload": {"n": 1}}), JSON)
-    assert plain[0] == 401  # no token: the route's guard answers
-    assert taken == [True, True]
+    assert plain[0] == 401  # no token: the guard answers
     fresh = await call(app, orjson.dumps({"kind": "k", "payload": {"n": 1}}), PRODUCER + JSON)
     assert fresh[0] == 201
-    assert comparable(fresh[1]) == comparable({**fast[1], "priority": 0, "idempotency_key": None})
+    assert comparable(fresh[1]) == comparable({**first[1], "priority": 0, "idempotency_key": None})
 
 
 @pytest.mark.parametrize(
@@ -138,70 +114,91 @@ async def test_a_plain_enqueue_takes_the_fast_path_and_answers_as_the_route(
         (b'{"kind": "k"}', JSON, b"x=1", 422, "validation_error"),
         (b'{"kind": "k"}', [*JSON, (b"authorization", b"Bearer w-token")], b"", 403, "forbidden"),
         (b'{"kind": "k", "payload": "' + b"x" * 2000 + b'"}', JSON, b"", 413, None),
+        (b"", JSON, b"", 422, "validation_error"),
+        (b"[]", JSON, b"", 422, "validation_error"),
     ],
 )
-async def test_anything_unusual_is_answered_by_the_route(
-    app: FastAPI,
-    taken: list[bool],
-    body: bytes,
-    headers: Headers,
-    query: bytes,
-    status: int,
-    error: str | None,
+async def test_each_refusal_is_answered_as_the_error_table_says(
+    app: FastAPI, body: bytes, headers: Headers, query: bytes, status: int, error: str | None
 ) -> None:
     token = [] if any(name == b"authorization" for name, _ in headers) else PRODUCER
     answer = await call(app, body, [*token, *headers], query)
     assert answer[0] == status, answer
+    assert set(answer[1]) >= {"error", "message"}
     if error is not None:
         assert answer[1]["error"] == error
-    assert taken == ([True] if status == 413 else [])  # an oversize payload: the service's
 
 
-async def test_the_request_log_names_the_route(app: FastAPI, taken: list[bool]) -> None:
+@pytest.mark.parametrize(
+    ("headers", "query", "status", "error"),
+    [
+        ([], b"x=1", 401, "unauthorized"),
+        ([(b"origin", b"http://elsewhere"), *PRODUCER], b"x=1", 403, "cross_site"),
+        (PRODUCER, b"x=1", 422, "validation_error"),  # the unknown query parameter
+        (PRODUCER, b"", 415, "unsupported_media_type"),
+        (PRODUCER + JSON, b"", 422, "invalid_json"),
+    ],
+)
+async def test_the_checks_come_in_their_order(
+    app: FastAPI, headers: Headers, query: bytes, status: int, error: str
+) -> None:
+    """Each request fails every check after the one that answers it: the order is the
+    handler's (api/handler.py)."""
+    answer = await call(app, b'{"kind": "k", "payload": NaN}', headers, query)
+    assert (answer[0], answer[1]["error"]) == (status, error), answer
+
+
+async def test_the_request_log_names_the_route(app: FastAPI) -> None:
     with capture_logs() as logs:
         status, _ = await call(app, b'{"kind": "k"}', PRODUCER + JSON)
     assert status == 201
-    assert taken == [True]
     (line,) = [e for e in logs if e["event"] == "http.request"]
     assert line["route"] == "/jobs"
     assert line["status"] == 201
 
 
-async def test_a_fast_answer_carries_the_headers_every_answer_carries(
-    app: FastAPI, taken: list[bool]
+@pytest.mark.parametrize("extra", [[], [(b"idempotency-key", b"k")]])
+async def test_an_answer_carries_the_headers_every_answer_carries(
+    app: FastAPI, extra: Headers
 ) -> None:
-    status, _, headers = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON)
-    assert (status, taken) == (201, [True])
+    status, _, headers = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON + extra)
+    assert status == 201
     assert headers[b"leasehold-protocol"] == b"1.1"
     assert headers[b"content-type"] == b"application/json"
+    refused = await exchange(app, b'{"kind": "k"}', JSON)
+    assert refused[0] == 401
+    assert refused[2][b"leasehold-protocol"] == b"1.1"
 
 
 @pytest.mark.parametrize(
     ("length", "status"),
     [
-        (b"", 201),  # no Content-Length (a chunked body): the route reads it
-        (b"999999", 413),  # over the route's cap: refused unread, by the body limit
+        (b"", 201),  # no Content-Length (a chunked body): counted as it arrives
+        (b"999999", 413),  # over the route's cap: refused unread
         (b"9" * 5000, 413),  # more digits than int() reads
     ],
 )
-async def test_a_body_without_a_declared_length_in_the_cap_goes_to_the_route(
-    app: FastAPI, taken: list[bool], length: bytes, status: int
-) -> None:
+async def test_a_body_is_held_to_its_routes_cap(app: FastAPI, length: bytes, status: int) -> None:
     answer = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON, length=length)
     assert answer[0] == status, answer
-    assert taken == []
+    assert answer[2][b"leasehold-protocol"] == b"1.1"
 
 
-async def test_an_unchecked_token_goes_to_the_route_which_warns(
-    tmp_path: Path, taken: list[bool]
-) -> None:
+async def test_an_oversize_body_is_refused_before_the_guard(app: FastAPI) -> None:
+    with capture_logs() as logs:
+        answer = await exchange(app, b'{"kind": "k"}', JSON, length=b"999999")
+    assert (answer[0], answer[1]["error"]) == (413, "payload_too_large")
+    assert answer[2][b"connection"] == b"close"
+    assert [(e["event"], e["status"]) for e in logs] == [("http.request", 413)]
+
+
+async def test_an_unchecked_token_is_warned_about(tmp_path: Path) -> None:
     open_app = create_app(CoordinatorSettings(database_url=f"sqlite:///{tmp_path / 'o.db'}"))
     async with open_app.router.lifespan_context(open_app):
         body, local = b'{"kind": "k"}', b"127.0.0.1"
         with_token = await exchange(open_app, body, PRODUCER + JSON, host=local)
         without = await exchange(open_app, body, JSON, host=local)
     assert (with_token[0], without[0]) == (201, 201)
-    assert taken == [True]  # only the request without a token took the fast path
     assert b"leasehold-auth-warning" in with_token[2]
     assert b"leasehold-auth-warning" not in without[2]
     assert without[2][b"leasehold-protocol"] == b"1.1"
@@ -210,37 +207,50 @@ async def test_an_unchecked_token_goes_to_the_route_which_warns(
 async def test_a_failure_nothing_expected_is_a_json_500_and_logged(
     app: FastAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Answered with the headers every answer carries, logged once as request.error with
+    its route, and raised on to the server (which logs no copy: cli/logs.py)."""
+
     async def broken(*args: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(fastpath, "enqueue_reply", broken)
-    with capture_logs() as logs:
-        status, body, headers = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON)
-    assert (status, body) == (500, {"error": "internal", "message": "internal error"})
-    assert headers[b"leasehold-protocol"] == b"1.1"
+    monkeypatch.setattr(app.state.service, "enqueue", broken)
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> MutableMapping[str, Any]:
+        return {"type": "http.request", "body": b'{"kind": "k"}', "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    scope = http_scope(
+        "POST", "/jobs", [(b"host", b"t"), (b"content-length", b"13"), *PRODUCER, *JSON]
+    )
+    with capture_logs() as logs, pytest.raises(RuntimeError, match="a bug"):
+        await app(scope, receive, send)
+    start, body = sent
+    assert start["status"] == 500
+    assert dict(start["headers"])[b"leasehold-protocol"] == b"1.1"
+    assert orjson.loads(body["body"]) == {"error": "internal", "message": "internal error"}
     events = [(e["event"], e.get("route"), e.get("status")) for e in logs]
-    assert ("request.error", "/jobs", None) in events
-    assert ("http.request", "/jobs", 500) in events
+    assert sorted(events) == [("http.request", "/jobs", 500), ("request.error", "/jobs", None)]
 
 
+@pytest.mark.parametrize("extra", [[], [(b"idempotency-key", b"k")]])
 async def test_a_client_gone_before_its_body_arrived_is_logged_at_info_not_as_an_error(
-    app: FastAPI, taken: list[bool]
+    app: FastAPI, extra: Headers
 ) -> None:
-    """Through the fast path and through the route (an Idempotency-Key header): nobody to
-    answer, and no server error logged."""
-    for extra in ([], [(b"idempotency-key", b"k")]):
-        parts = iter([{"type": "http.request", "body": b"{", "more_body": True}])
+    """Nobody to answer, and no server error logged: one line, 499 (nginx's code)."""
+    parts = iter([{"type": "http.request", "body": b"{", "more_body": True}])
 
-        async def receive(parts: Any = parts) -> MutableMapping[str, Any]:
-            return next(parts, {"type": "http.disconnect"})
+    async def receive() -> MutableMapping[str, Any]:
+        return next(parts, {"type": "http.disconnect"})
 
-        async def send(message: MutableMapping[str, Any]) -> None:
-            pass
+    async def send(message: MutableMapping[str, Any]) -> None:
+        pass
 
-        headers = [(b"host", b"t"), (b"content-length", b"100"), *PRODUCER, *JSON, *extra]
-        scope = http_scope("POST", "/jobs", headers)
-        with capture_logs() as logs:
-            await app(scope, receive, send)
-        events = [(e["event"], e["log_level"], e.get("status")) for e in logs]
-        assert events == [("http.request", "info", 499)], (extra, events)
-    assert taken == []  # neither got as far as an enqueue
+    headers = [(b"host", b"t"), (b"content-length", b"100"), *PRODUCER, *JSON, *extra]
+    scope = http_scope("POST", "/jobs", headers)
+    with capture_logs() as logs:
+        await app(scope, receive, send)
+    events = [(e["event"], e["log_level"], e.get("status"), e.get("route")) for e in logs]
+    assert events == [("http.request", "info", 499, "/jobs")]
