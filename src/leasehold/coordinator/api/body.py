@@ -63,8 +63,9 @@ class StrictJSONRoute(APIRoute):
     query and header parameters and at most one body, a Pydantic model, on a method that
     changes state; an ``async`` endpoint that returns a ``Response`` (``response_model``
     and ``status_code`` then only document the answer). Anything else is refused when the
-    route is made. The handler is made from the route's own declaration: a router of these
-    routes is included as it is (no prefix, no dependencies of the inclusion's own).
+    route is made. The handler is made from the route's own declaration: the app serves
+    the routes themselves (``create_app``), not an inclusion of their router, which could
+    add a prefix or dependencies.
 
     The error answers that the guard and the body add are documented on the route here, so
     the OpenAPI schema lists them for every route.
