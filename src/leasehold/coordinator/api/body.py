@@ -91,9 +91,8 @@ class StrictJSONRoute(APIRoute):
         super().__init__(path, endpoint, dependencies=dependencies, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        body, body_name = _body_model(self)
         _refuse_what_is_not_run(self)
-        return RouteHandler(self.guard, self.dependant, body, body_name, _query_names(self))
+        return RouteHandler(self.guard, self.dependant, _body_of(self))
 
 
 def _documented(
@@ -113,21 +112,17 @@ def _documented(
     return documented
 
 
-def _query_names(route: APIRoute) -> frozenset[str]:
-    return frozenset(p.alias for p in route.dependant.query_params)
-
-
-def _body_model(route: APIRoute) -> tuple[type[BaseModel] | None, str | None]:
-    """The route's body model and its parameter's name (None, None: no body)."""
+def _body_of(route: APIRoute) -> tuple[str, type[BaseModel]] | None:
+    """The route's body: its argument's name and model (None: it takes no body)."""
     if route.body_field is None:
-        return None, None
+        return None
     body = route.dependant.body_params
     model = route.body_field.field_info.annotation
     if len(body) != 1 or not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise TypeError(f"route {route.path}: the body is one Pydantic model, or none")
+        raise TypeError(f"route {route.path}: the body must be one Pydantic model, or none")
     if not route.methods or not route.methods <= STATE_CHANGING:
-        raise TypeError(f"route {route.path}: only a state-changing method takes a body")
-    return model, body[0].name
+        raise TypeError(f"route {route.path}: only a state-changing method may take a body")
+    return body[0].name, model
 
 
 def _refuse_what_is_not_run(route: APIRoute) -> None:
@@ -135,9 +130,9 @@ def _refuse_what_is_not_run(route: APIRoute) -> None:
     the request: a route declaring anything else would have it silently ignored."""
     d = route.dependant
     if not inspect.iscoroutinefunction(route.endpoint):
-        raise TypeError(f"route {route.path}: the endpoint is a coroutine function")
+        raise TypeError(f"route {route.path}: the endpoint must be a coroutine function")
     if not _returns_response(route.endpoint):
-        raise TypeError(f"route {route.path}: the endpoint returns a Response")
+        raise TypeError(f"route {route.path}: the endpoint must return a Response")
     ignored = {
         "cookie parameters": d.cookie_params,
         "a connection parameter": d.http_connection_param_name,

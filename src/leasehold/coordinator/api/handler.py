@@ -89,7 +89,7 @@ class Param:
             values[self.name] = valid
 
 
-def params(where: str, fields: Any) -> tuple[Param, ...]:
+def params_of(where: str, fields: Any) -> tuple[Param, ...]:
     """The ``Param`` of each of FastAPI's ``fields`` for one place of the request (``path``,
     ``query``, ``header``). Each is one value under its alias (a header's name as it is,
     read without regard to case); anything FastAPI would read otherwise (a list, a model of
@@ -105,35 +105,29 @@ def params(where: str, fields: Any) -> tuple[Param, ...]:
             or (where == "header" and field.alias == field.name and "_" in field.name)
         )
         if not plain:
-            raise TypeError(f"parameter {field.name}: one value under its alias, or none")
+            raise TypeError(f"parameter {field.name}: must be one value under its alias")
         made.append(Param(field.name, (where, field.alias), field))
     return tuple(made)
 
 
 class RouteHandler:
     """One route's handler (see the module docstring): ``guard`` its guard, ``dependant``
-    what FastAPI found in the endpoint's signature, ``body`` the body's model (None: the
-    route takes no body), ``query_names`` the query parameters it declares."""
+    what FastAPI found in the endpoint's signature, ``body`` the body's argument and model
+    (None: the route takes no body)."""
 
     def __init__(
-        self,
-        guard: Guard,
-        dependant: Dependant,
-        body: type[BaseModel] | None,
-        body_name: str | None,
-        query_names: frozenset[str],
+        self, guard: Guard, dependant: Dependant, body: tuple[str, type[BaseModel]] | None
     ) -> None:
         assert dependant.call is not None
         self.endpoint: Endpoint = dependant.call
         self.guard = guard
         self.host_checked = isinstance(guard, Allow)  # open routes hold no data
-        self.path = params("path", dependant.path_params)
-        self.query = params("query", dependant.query_params)
-        self.header = params("header", dependant.header_params)
+        self.path = params_of("path", dependant.path_params)
+        self.query = params_of("query", dependant.query_params)
+        self.header = params_of("header", dependant.header_params)
+        self.query_names = frozenset(param.loc[1] for param in self.query)
         self.request_name = dependant.request_param_name
         self.body = body
-        self.body_name = body_name
-        self.query_names = query_names
 
     async def __call__(self, request: Request) -> Response:
         if self.host_checked:
@@ -193,12 +187,13 @@ class RouteHandler:
             _read(self.query, request.query_params, values, errors)
         if self.header:
             _read(self.header, request.headers, values, errors)
-        if self.body is not None and self.body_name is not None:
+        if self.body is not None:
+            name, model = self.body
             if parsed is _EMPTY:
                 errors.append(_missing(_BODY))
             else:
                 try:  # as FastAPI validates a body: the same errors for a non-object
-                    values[self.body_name] = self.body.model_validate(parsed, from_attributes=True)
+                    values[name] = model.model_validate(parsed, from_attributes=True)
                 except ValidationError as exc:
                     errors += _body_errors(exc)
         if errors:
@@ -211,6 +206,7 @@ class RouteHandler:
 def _read(
     params: tuple[Param, ...], given: Mapping[str, str], values: dict[str, Any], errors: list[Any]
 ) -> None:
+    """Each of ``params`` read from ``given`` (the path's, the query's or the headers')."""
     for param in params:
         param.value(given.get(param.loc[1]), values, errors)
 
