@@ -27,6 +27,7 @@ import structlog
 from fastapi import Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from leasehold.coordinator.api.request_headers import headers_of
 from leasehold.coordinator.auth_tokens import Authenticator, Role
 from leasehold.errors import Forbidden, Unauthorized
 
@@ -42,7 +43,7 @@ _bearer = HTTPBearer(
 
 
 def _presented_token(request: Request) -> str | None:
-    header = request.headers.get("authorization")
+    header = headers_of(request).get("authorization")
     if header is None:
         return None
     scheme, _, value = header.partition(" ")

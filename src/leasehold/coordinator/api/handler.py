@@ -44,6 +44,7 @@ from leasehold.coordinator.api.middleware.sameorigin import (
     check_host,
     check_same_origin,
 )
+from leasehold.coordinator.api.request_headers import headers_of
 from leasehold.coordinator.rules.userjson import INT_MESSAGE, has_long_integer
 
 Endpoint = Callable[..., Awaitable[Response]]
@@ -63,11 +64,13 @@ def _missing(loc: tuple[str, ...]) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class Param:
     """A path, query or header parameter of the endpoint: its argument's ``name``, where the
-    request carries it (``loc``: ``("query", "limit")``), and the ``field`` FastAPI made of
-    it, which validates a value as FastAPI would (and says so in the OpenAPI schema)."""
+    request carries it (``loc``: ``("query", "limit")``, as errors name it; ``key``: the
+    name it is read under, a header's in lower case), and the ``field`` FastAPI made of it,
+    which validates a value as FastAPI would (and says so in the OpenAPI schema)."""
 
     name: str
     loc: tuple[str, str]
+    key: str
     field: Any  # fastapi's ModelField: typed as FastAPI keeps it, privately
 
     def value(self, given: str | None, values: dict[str, Any], errors: list[Any]) -> None:
@@ -106,7 +109,8 @@ def params_of(where: str, fields: Any) -> tuple[Param, ...]:
         )
         if not plain:
             raise TypeError(f"parameter {field.name}: must be one value under its alias")
-        made.append(Param(field.name, (where, field.alias), field))
+        key = field.alias.lower() if where == "header" else field.alias
+        made.append(Param(field.name, (where, field.alias), key, field))
     return tuple(made)
 
 
@@ -125,7 +129,7 @@ class RouteHandler:
         self.path = params_of("path", dependant.path_params)
         self.query = params_of("query", dependant.query_params)
         self.header = params_of("header", dependant.header_params)
-        self.query_names = frozenset(param.loc[1] for param in self.query)
+        self.query_names = frozenset(param.key for param in self.query)
         self.request_name = dependant.request_param_name
         self.body = body
 
@@ -186,7 +190,7 @@ class RouteHandler:
         if self.query:
             _read(self.query, request.query_params, values, errors)
         if self.header:
-            _read(self.header, request.headers, values, errors)
+            _read(self.header, headers_of(request), values, errors)
         if self.body is not None:
             name, model = self.body
             if parsed is _EMPTY:
@@ -208,7 +212,7 @@ def _read(
 ) -> None:
     """Each of ``params`` read from ``given`` (the path's, the query's or the headers')."""
     for param in params:
-        param.value(given.get(param.loc[1]), values, errors)
+        param.value(given.get(param.key), values, errors)
 
 
 # No body at all (FastAPI validates nothing then: the body is missing).
