@@ -14,6 +14,7 @@ import pytest
 from fastapi import FastAPI
 from structlog.testing import capture_logs
 
+from leasehold.coordinator.api.dispatch import ProtocolRoutes
 from leasehold.coordinator.app import create_app
 from leasehold.coordinator.auth_tokens import HashedToken, Role, hash_token
 from leasehold.coordinator.settings import CoordinatorSettings
@@ -254,3 +255,73 @@ async def test_a_client_gone_before_its_body_arrived_is_logged_at_info_not_as_an
         await app(scope, receive, send)
     events = [(e["event"], e["log_level"], e.get("status"), e.get("route")) for e in logs]
     assert events == [("http.request", "info", 499, "/jobs")]
+
+
+async def _answer(app: FastAPI, scope: dict[str, Any], body: bytes) -> tuple[int, Any, Any]:
+    sent: list[MutableMapping[str, Any]] = []
+    delivered = False
+
+    async def receive() -> MutableMapping[str, Any]:
+        nonlocal delivered
+        if delivered:
+            await asyncio.Event().wait()
+        delivered = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    raw = b"".join(m.get("body", b"") for m in sent[1:])
+    answer = orjson.loads(raw) if raw else None
+    if isinstance(answer, dict):
+        answer = {k: v for k, v in answer.items() if k not in {"id", "created_at", "run_after"}}
+    return sent[0]["status"], answer, sorted(sent[0]["headers"])
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "headers", "protocol"),
+    [
+        ("POST", "/jobs", b'{"kind": "k"}', PRODUCER + JSON, True),
+        ("POST", "/jobs", b'{"kind": "k"}', JSON, True),
+        ("POST", "/jobs", b'{"kind": "k", "payload": NaN}', PRODUCER + JSON, True),
+        ("POST", "/jobs", b'{"kind": "k"}', PRODUCER, True),
+        (
+            "POST",
+            "/lease",
+            b'{"worker_id": "w"}',
+            [(b"authorization", b"Bearer w-token"), *JSON],
+            True,
+        ),
+        ("GET", "/jobs/99", b"", [(b"authorization", b"Bearer w-token")], True),
+        ("GET", "/health", b"", [], True),
+        ("PATCH", "/jobs", b"{}", PRODUCER + JSON, False),  # 405
+        ("GET", "/nowhere", b"", [], False),  # 404
+    ],
+)
+async def test_fastapis_routing_reaches_the_same_handler(
+    app: FastAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+    path: str,
+    body: bytes,
+    headers: Headers,
+    protocol: bool,
+) -> None:
+    """The pipeline answers a protocol route itself (api/dispatch.py); while FastAPI's own
+    telemetry records a request, FastAPI's routing (which names the route on its span)
+    takes it to the same route handler: the same answer either way."""
+    served: list[str] = []
+    serve = ProtocolRoutes.serve
+
+    async def counted(self: ProtocolRoutes, *args: Any) -> None:
+        served.append(path)
+        await serve(self, *args)
+
+    monkeypatch.setattr(ProtocolRoutes, "serve", counted)
+    head = [(b"host", b"t"), (b"content-length", str(len(body)).encode()), *headers]
+    ours = await _answer(app, http_scope(method, path, head), body)
+    assert served == ([path] if protocol else [])
+    traced = {**http_scope(method, path, head), "fastapi.telemetry": None}
+    assert await _answer(app, traced, body) == ours
+    assert len(served) == protocol

@@ -13,6 +13,7 @@ import structlog
 from fastapi import FastAPI
 
 from leasehold._version import __version__
+from leasehold.coordinator.api.dispatch import ProtocolRoutes
 from leasehold.coordinator.api.errors import install_error_handlers
 from leasehold.coordinator.api.middleware.bodysize import route_caps
 from leasehold.coordinator.api.middleware.pipeline import RequestPipeline
@@ -113,13 +114,14 @@ def create_app(
             await service.close()
             await store.close()
 
+    protocol_routes = [route for router in PROTOCOL_ROUTERS for route in router.routes]
     app = FastAPI(
         # The protocol's routes themselves, not an inclusion of each module's router: recent
         # FastAPI releases match an included router's routes once to choose the router and
         # again inside it, on every request (17 of GET /health's 58 us in the process); and
         # each route's handler (api/handler.py) is made from the route's own declaration,
         # to which an inclusion could add dependencies or a prefix.
-        routes=[route for router in PROTOCOL_ROUTERS for route in router.routes],
+        routes=list(protocol_routes),
         title="leasehold",
         summary="A distributed job queue with fenced leases",
         version=__version__,
@@ -128,10 +130,14 @@ def create_app(
         redoc_url=None,
         **_telemetry_option(),
     )
+    install_error_handlers(app)
     caps = route_caps(settings.max_body_bytes, settings.max_payload_bytes)
-    # Our one layer (api/middleware/pipeline.py); the route handler does the rest
-    # (api/handler.py).
-    app.add_middleware(RequestPipeline, max_bytes=settings.max_body_bytes, routes=caps)
+    # Our one layer (api/middleware/pipeline.py): it answers the protocol's routes itself,
+    # through each route's handler (api/dispatch.py, api/handler.py).
+    protocol = ProtocolRoutes(protocol_routes, app.exception_handlers)
+    app.add_middleware(
+        RequestPipeline, max_bytes=settings.max_body_bytes, routes=caps, protocol=protocol
+    )
     app.state.settings = settings
     app.state.service = service
     app.state.authenticator = authenticator
@@ -140,7 +146,6 @@ def create_app(
     app.state.schedules = Schedules(service)
     app.state.operations = operations
     app.state.pruner = pruner
-    install_error_handlers(app)
     mount_dashboard(app)
     mount_docs(app)
     install_openapi(app)

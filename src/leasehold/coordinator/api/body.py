@@ -92,7 +92,9 @@ class StrictJSONRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         _refuse_what_is_not_run(self)
-        return RouteHandler(self.guard, self.dependant, _body_of(self))
+        # Kept: the request pipeline calls it without FastAPI's routing (api/dispatch.py).
+        self.handler = RouteHandler(self.guard, self.dependant, _body_of(self))
+        return self.handler
 
 
 def _documented(

@@ -8,9 +8,11 @@ It does, once each and in this order:
 3. find the route's body cap (``bodysize``) and refuse a declared Content-Length over it
    with a 413 before anything is read; a body streamed without one is counted as it
    arrives, and refused (413) once it passes the cap;
-4. hand the request to the app (FastAPI's exception layer, routing, and the route handler,
-   ``api.handler``) with one ``send`` wrapper, which adds the extra headers to the
-   answer, records its status, and drops whatever the app answers after a 413;
+4. answer it, with one ``send`` wrapper, which adds the extra headers to the answer,
+   records its status, and drops whatever is answered after a 413: a protocol route's
+   request by that route's handler (``api.handler``), found and called here
+   (``api.dispatch``); any other request by the app (FastAPI's exception layer and
+   routing);
 5. log the request's line (``requestlog``), whatever happened: the status sent, 499 when
    the client left before its body arrived (``errors.CLIENT_GONE``), 500 when an exception
    nothing handled passed through (FastAPI's outermost layer, outside this one, then
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from leasehold.coordinator.api.dispatch import ProtocolRoutes
 from leasehold.coordinator.api.middleware.bodysize import (
     RouteCap,
     cap_for,
@@ -37,13 +40,21 @@ from leasehold.coordinator.api.middleware.requestlog import log_request
 
 class RequestPipeline:
     """ASGI middleware: the body caps, the answer's headers and the log line of every HTTP
-    request (see the module docstring); ``max_bytes``: the cap of a route not in
-    ``routes``."""
+    request, and the protocol routes' answers (see the module docstring); ``max_bytes``:
+    the cap of a route not in ``routes``; ``protocol``: the routes answered here (none:
+    FastAPI's routing answers every request)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int, routes: Sequence[RouteCap] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        routes: Sequence[RouteCap] = (),
+        protocol: ProtocolRoutes | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.routes = tuple(routes)
+        self.protocol = protocol
 
     def cap_for(self, method: str, path: str) -> int:
         """The cap on a body sent with ``method`` to ``path``."""
@@ -92,6 +103,11 @@ class RequestPipeline:
                 await drain(receive, 0, max_bytes)
                 await refuse()
                 return
-            await self.app(scope, counted, answer)
+            protocol = self.protocol
+            handler = protocol.find(scope) if protocol is not None else None
+            if protocol is None or handler is None:
+                await self.app(scope, counted, answer)
+            else:
+                await protocol.serve(handler, scope, counted, answer)
         finally:
             log_request(scope, status, started)
