@@ -37,6 +37,7 @@ from fastapi import Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
+from starlette.requests import ClientDisconnect
 
 from leasehold.coordinator.api.auth import Allow, Guard
 from leasehold.coordinator.api.middleware.sameorigin import (
@@ -158,7 +159,7 @@ class RouteHandler:
     @staticmethod
     async def _parsed_body(request: Request) -> Any:
         """The body as JSON (``_EMPTY`` for no body at all), or a 422."""
-        raw = await request.body()
+        raw = await _body(request)
         if not raw:
             return _EMPTY
         if has_long_integer(raw):
@@ -205,6 +206,21 @@ class RouteHandler:
         if self.request_name:
             values[self.request_name] = request
         return values
+
+
+async def _body(request: Request) -> bytes:
+    """The request's body, read from the connection; ``ClientDisconnect`` if the client
+    left first (answered as ``errors.CLIENT_GONE``). Starlette's ``Request.body`` reads
+    through an async generator, and cost a lone POST /jobs about 8 us more; the endpoint
+    is given the body parsed and never reads it again."""
+    chunks: list[bytes] = []
+    while True:
+        message = await request.receive()
+        if message["type"] != "http.request":
+            raise ClientDisconnect()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _read(
