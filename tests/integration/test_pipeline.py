@@ -14,6 +14,7 @@ import pytest
 from fastapi import FastAPI
 from structlog.testing import capture_logs
 
+from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.dispatch import ProtocolRoutes
 from leasehold.coordinator.app import create_app
 from leasehold.coordinator.auth_tokens import HashedToken, Role, hash_token
@@ -325,3 +326,11 @@ async def test_fastapis_routing_reaches_the_same_handler(
     traced = {**http_scope(method, path, head), "fastapi.telemetry": None}
     assert await _answer(app, traced, body) == ours
     assert len(served) == protocol
+
+
+def test_the_protocol_routes_come_first_in_the_app(app: FastAPI) -> None:
+    """So the first protocol route that matches a request is the route FastAPI's router
+    would choose for it (api/dispatch.py)."""
+    kinds = [isinstance(route, StrictJSONRoute) for route in app.router.routes]
+    assert kinds[: kinds.count(True)] == [True] * kinds.count(True)
+    assert kinds.count(True) > 30
