@@ -20,16 +20,21 @@ handler answers a protocol route.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from fastapi import Request, Response
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import Receive, Scope, Send
 
 from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.handler import RouteHandler
+
+# An exception handler: a coroutine function giving the answer, or a plain function.
+ErrorHandler = Callable[[Request, Exception], Any]
 
 # Present in the scope when FastAPI's own telemetry records the request.
 _FASTAPI_TELEMETRY: Final = "fastapi.telemetry"
@@ -72,21 +77,25 @@ class ProtocolRoutes:
             answer = self._handler_for(exc)
             if answer is None:
                 raise
-            response = await answer(request, exc)
+            if inspect.iscoroutinefunction(answer):
+                response = await answer(request, exc)
+            else:  # as Starlette runs a plain function: in a thread
+                response = await run_in_threadpool(answer, request, exc)
             exc.__traceback__ = None  # as Starlette does: a reused exception keeps no frames
         await response(scope, receive, send)
 
-    def _handler_for(self, exc: Exception) -> Callable[[Request, Exception], Any] | None:
+    def _handler_for(self, exc: Exception) -> ErrorHandler | None:
         """The handler FastAPI's exception layer would choose: by status for an
-        ``HTTPException``, else by the exception's classes; not ``Exception``'s, which is
-        FastAPI's outermost layer's (the 500)."""
-        if isinstance(exc, HTTPException) and exc.status_code in self._handlers:
-            found: Callable[[Request, Exception], Response] = self._handlers[exc.status_code]
+        ``HTTPException``, else by the exception's classes; not ``Exception``'s nor
+        500's, which are FastAPI's outermost layer's."""
+        code = exc.status_code if isinstance(exc, HTTPException) else None
+        if code is not None and code != 500 and code in self._handlers:
+            found: ErrorHandler = self._handlers[code]
             return found
         for cls in type(exc).__mro__:
             if cls is Exception:
                 return None
             if cls in self._handlers:
-                handler: Callable[[Request, Exception], Response] = self._handlers[cls]
+                handler: ErrorHandler = self._handlers[cls]
                 return handler
         return None
