@@ -15,13 +15,17 @@ endpoint runs, once each and in this order.
    every error, in that order.
 7. The endpoint, called with the values; its ``Response`` is the answer.
 
-Errors are raised, and answered by the handlers of ``errors``. FastAPI's own handler would
-instead solve the route's dependencies on every request (the guard a second time, with the
-bearer scheme under it), parse the Content-Type with the email package, read the cookies
-and build a response object for dependencies to change: most of a small request's CPU. The
-guard stays declared as a dependency, for the OpenAPI schema and so that a route under
-another route class is still guarded; this handler runs it itself, once, and
-``StrictJSONRoute`` refuses any dependency or parameter it would not run.
+The request pipeline calls it (``api.dispatch``); FastAPI's routing does while FastAPI's
+own telemetry records the request. Errors are raised, and answered by the exception
+handlers of ``errors``.
+
+FastAPI's own handler would instead solve the route's dependencies on every request (the
+guard a second time, with the bearer scheme under it), parse the Content-Type with the
+email package, read the cookies and build a response object for dependencies to change:
+most of a small request's CPU. The guard stays declared as a dependency, for the OpenAPI
+schema and so that a route under another route class is still guarded; this handler runs
+it itself, once, and ``StrictJSONRoute`` refuses any dependency or parameter it would not
+run.
 """
 
 from __future__ import annotations
