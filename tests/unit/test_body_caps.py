@@ -9,18 +9,18 @@ import pytest
 from leasehold.coordinator.api.middleware.bodysize import (
     ENVELOPE_BYTES,
     SMALL_BODY_BYTES,
-    BodyLimit,
     route_caps,
 )
+from leasehold.coordinator.api.middleware.pipeline import RequestPipeline
 from leasehold.coordinator.settings import MAX_BODY_BYTES, MAX_PAYLOAD_BYTES
 
 
 @pytest.fixture
-def limit() -> BodyLimit:
+def limit() -> RequestPipeline:
     async def app(scope: object, receive: object, send: object) -> None:
         raise AssertionError("the route must not run")
 
-    return BodyLimit(app, MAX_BODY_BYTES, route_caps(MAX_BODY_BYTES, MAX_PAYLOAD_BYTES))
+    return RequestPipeline(app, MAX_BODY_BYTES, route_caps(MAX_BODY_BYTES, MAX_PAYLOAD_BYTES))
 
 
 @pytest.mark.parametrize(
@@ -38,12 +38,12 @@ def limit() -> BodyLimit:
         ("POST", "/jobs/12/fail", MAX_BODY_BYTES),
     ],
 )
-def test_each_route_has_its_cap(limit: BodyLimit, method: str, path: str, cap: int) -> None:
+def test_each_route_has_its_cap(limit: RequestPipeline, method: str, path: str, cap: int) -> None:
     """Payload routes take two payloads' worth plus an envelope, others far less, batches all."""
     assert limit.cap_for(method, path) == cap
 
 
-async def test_a_large_declared_body_is_refused_unread(limit: BodyLimit) -> None:
+async def test_a_large_declared_body_is_refused_unread(limit: RequestPipeline) -> None:
     """1 MiB of ``[[],[],...]`` declared to /jobs is answered 413 without being read."""
     body = b"[" + b"[]," * 349_000 + b"[]]"
     sent: list[dict[str, object]] = []

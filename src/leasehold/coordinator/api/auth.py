@@ -9,11 +9,12 @@ the only place that decides.
 A route that declares no guard gets ``ADMIN`` (``StrictJSONRoute`` sees to it): forgetting
 to declare one closes a route, never opens it.
 
-A guard runs twice per request, but decides once: ``StrictJSONRoute`` calls it before the
-body is read, so nobody's bytes are parsed (nor a 415/422 answered) before we know who sent
-them; FastAPI calls it again as a dependency, which keeps a route protected under any route
-class. The token is checked on the first call and the roles it carries are kept in the
-request's scope for the second.
+A guard runs once per request: the route handler (``api.handler``) calls ``check`` before
+the body is read, so nobody's bytes are parsed (nor a 415/422 answered) before we know who
+sent them. It is declared as a dependency as well: that gives the OpenAPI schema its
+security scheme, and keeps a route protected under a route class that solves dependencies
+(FastAPI's own). The roles a token carries are kept in the request's scope, so a second
+call would not check the token again.
 
 No token is written to a log, and a refusal names the route's template, never the raw path.
 """
@@ -26,6 +27,7 @@ import structlog
 from fastapi import Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from leasehold.coordinator.api.request_headers import headers_of
 from leasehold.coordinator.auth_tokens import Authenticator, Role
 from leasehold.errors import Forbidden, Unauthorized
 
@@ -41,7 +43,7 @@ _bearer = HTTPBearer(
 
 
 def _presented_token(request: Request) -> str | None:
-    header = request.headers.get("authorization")
+    header = headers_of(request).get("authorization")
     if header is None:
         return None
     scheme, _, value = header.partition(" ")

@@ -1,40 +1,25 @@
 """The route class of every leasehold route: guarded first, then strict JSON bodies.
 
-Bodies are declared as JSON (or undeclared), and NaN, Infinity and integers beyond 64 bits
-are refused.
+Bodies are declared as JSON, and NaN, Infinity and integers beyond 64 bits are refused
+(``handler``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+import inspect
+import typing
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
-import orjson
 from fastapi import Depends, Request, Response
-from fastapi.dependencies.models import Dependant
-from fastapi.exceptions import RequestValidationError
+from fastapi.dependencies.utils import get_dependant
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
 from leasehold.coordinator.api.auth import ADMIN, Allow, Guard, Public
-from leasehold.coordinator.api.middleware.sameorigin import (
-    STATE_CHANGING,
-    check_content_type,
-    check_host,
-    check_same_origin,
-    is_json,
-)
+from leasehold.coordinator.api.handler import RouteHandler
+from leasehold.coordinator.api.middleware.sameorigin import STATE_CHANGING
 from leasehold.coordinator.api.schemas.fields import ErrorOut
-from leasehold.coordinator.rules.userjson import INT_MESSAGE, has_long_integer
-from leasehold.errors import UnsupportedMediaType
-
-
-class StrictJSONRequest(Request):
-    async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            # orjson refuses NaN and Infinity; its error is a json.JSONDecodeError, which
-            # FastAPI answers with a 422.
-            self._json = orjson.loads(await self.body())
-        return self._json
 
 
 def _error(description: str, **extra: Any) -> dict[str, Any]:
@@ -65,23 +50,22 @@ _INPUT_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _query_names(dependant: Dependant) -> frozenset[str]:
-    names = {p.alias for p in dependant.query_params}
-    for sub in dependant.dependencies:
-        names |= _query_names(sub)
-    return frozenset(names)
-
-
 class StrictJSONRoute(APIRoute):
     """Routes that check who calls before anything else, and parse bodies strictly.
 
-    Each route declares one guard from ``leasehold.coordinator.api.auth`` in its ``dependencies``; a
-    route that declares none is for admins only. The guard runs before the body is read.
+    Each route declares one guard from ``leasehold.coordinator.api.auth`` in its
+    ``dependencies``; a route that declares none is for admins only. Its handler is a
+    ``handler.RouteHandler``, which runs the route's checks, the guard and the input's
+    parsing once each, in the order its module gives, then the endpoint.
 
-    Before the guard, the checks of ``leasehold.coordinator.api.middleware.sameorigin``: a loopback Host while
-    access is open, no cross-site browser request that changes state. After it, a
-    state-changing request must declare ``Content-Type: application/json``, with a body or
-    without one (415 otherwise); a body is always parsed by StrictJSONRequest.json.
+    That handler runs nothing else FastAPI could have made of the endpoint's signature, so
+    a route may only declare what it does run: one guard and no other dependency; path,
+    query and header parameters and at most one body, a Pydantic model, on a method that
+    changes state; an ``async`` endpoint that returns a ``Response`` (``response_model``
+    and ``status_code`` then only document the answer). Anything else is refused when the
+    route is made. The handler is made from the route's own declaration: the app serves
+    the routes themselves (``create_app``), not an inclusion of their router, which could
+    add a prefix or dependencies.
 
     The error answers that the guard and the body add are documented on the route here, so
     the OpenAPI schema lists them for every route.
@@ -97,50 +81,73 @@ class StrictJSONRoute(APIRoute):
             dependencies.append(Depends(ADMIN))
         if len(set(map(id, guards))) > 1:
             raise ValueError(f"route {path} declares more than one guard")
+        if len(dependencies) != len(guards):
+            raise ValueError(f"route {path} declares a dependency other than its guard")
+        self.guard: Guard = guards[0]  # before FastAPI asks for the handler, below
+        # Documented before FastAPI makes the route, which turns each documented model into
+        # the schema of that answer.
+        responses = _documented(self.guard, path, endpoint, kwargs.get("methods"))
+        kwargs["responses"] = responses | dict(kwargs.get("responses") or {})
         super().__init__(path, endpoint, dependencies=dependencies, **kwargs)
-        self.guard: Guard = guards[0]
-        self.query_names = _query_names(self.dependant)
-        documented: dict[int | str, dict[str, Any]] = {}
-        if isinstance(self.guard, Allow):  # open routes hold no data: any Host may read them
-            documented |= _AUTH_ERRORS | _HOST_ERRORS
-        if self.methods and self.methods & STATE_CHANGING:
-            documented |= _CHANGE_ERRORS
-        if self.body_field is not None:
-            documented |= _BODY_ERRORS
-        d = self.dependant
-        if self.body_field or d.path_params or d.query_params or d.header_params:
-            documented |= _INPUT_ERRORS
-        self.responses = documented | dict(self.responses)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+        _refuse_what_is_not_run(self)
+        # Kept: the request pipeline calls it without FastAPI's routing (api/dispatch.py).
+        self.handler = RouteHandler(self.guard, self.dependant, _body_of(self))
+        return self.handler
 
-        async def strict_handler(request: Request) -> Response:
-            if isinstance(self.guard, Allow):
-                check_host(request)
-            check_same_origin(request)
-            self.guard.check(request)
-            self._refuse_unknown_query_parameters(request)
-            check_content_type(request)
-            if self.body_field is not None and not is_json(request.headers.get("content-type", "")):
-                raise UnsupportedMediaType()
-            strict = StrictJSONRequest(request.scope, request.receive)
-            if self.body_field is not None and has_long_integer(await strict.body()):
-                # Here, because the parser would round it to a float without a word.
-                raise RequestValidationError(
-                    [{"type": "int_out_of_range", "loc": ("body",), "msg": INT_MESSAGE}]
-                )
-            return await handler(strict)
 
-        return strict_handler
+def _documented(
+    guard: Guard, path: str, endpoint: Callable[..., Any], methods: Iterable[str] | None
+) -> dict[int | str, dict[str, Any]]:
+    """The error answers the guard, the checks and the input add to a route's own."""
+    documented: dict[int | str, dict[str, Any]] = {}
+    if isinstance(guard, Allow):  # open routes hold no data: any Host may read them
+        documented |= _AUTH_ERRORS | _HOST_ERRORS
+    if methods and {m.upper() for m in methods} & STATE_CHANGING:
+        documented |= _CHANGE_ERRORS
+    d = get_dependant(path=path, call=endpoint)
+    if d.body_params:
+        documented |= _BODY_ERRORS
+    if d.body_params or d.path_params or d.query_params or d.header_params:
+        documented |= _INPUT_ERRORS
+    return documented
 
-    def _refuse_unknown_query_parameters(self, request: Request) -> None:
-        """Like an unknown body field: ``?stauts=dead`` must not quietly list every job."""
-        unknown = [name for name in request.query_params if name not in self.query_names]
-        if unknown:
-            raise RequestValidationError(
-                [
-                    {"type": "extra_forbidden", "loc": ("query", name), "msg": "unknown parameter"}
-                    for name in unknown
-                ]
-            )
+
+def _body_of(route: APIRoute) -> tuple[str, type[BaseModel]] | None:
+    """The route's body: its argument's name and model (None: it takes no body)."""
+    if route.body_field is None:
+        return None
+    body = route.dependant.body_params
+    model = route.body_field.field_info.annotation
+    if len(body) != 1 or not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"route {route.path}: the body must be one Pydantic model, or none")
+    if not route.methods or not route.methods <= STATE_CHANGING:
+        raise TypeError(f"route {route.path}: only a state-changing method may take a body")
+    return body[0].name, model
+
+
+def _refuse_what_is_not_run(route: APIRoute) -> None:
+    """``RouteHandler`` runs the guard, path, query and header parameters, one body and
+    the request: a route declaring anything else would have it silently ignored."""
+    d = route.dependant
+    if not inspect.iscoroutinefunction(route.endpoint):
+        raise TypeError(f"route {route.path}: the endpoint must be a coroutine function")
+    if not _returns_response(route.endpoint):
+        raise TypeError(f"route {route.path}: the endpoint must return a Response")
+    ignored = {
+        "cookie parameters": d.cookie_params,
+        "a connection parameter": d.http_connection_param_name,
+        "a websocket parameter": d.websocket_param_name,
+        "a response parameter": d.response_param_name,
+        "background tasks": d.background_tasks_param_name,
+        "security scopes": d.security_scopes_param_name,
+    }
+    declared = [what for what, there in ignored.items() if there]
+    if declared:
+        raise TypeError(f"route {route.path} declares {', '.join(declared)}")
+
+
+def _returns_response(endpoint: Callable[..., Any]) -> bool:
+    returned = typing.get_type_hints(endpoint).get("return")
+    return isinstance(returned, type) and issubclass(returned, Response)

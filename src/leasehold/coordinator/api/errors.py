@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
+from leasehold.coordinator.api.middleware.protocol_header import answer_headers
 from leasehold.errors import (
     Conflict,
     Forbidden,
@@ -104,8 +105,8 @@ def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 
 def error_response(exc: LeaseholdError) -> JSONResponse:
-    """The answer to a domain error (also for ``api.fastpath``, which is outside the
-    exception handlers)."""
+    """The answer to a domain error (also the request pipeline's 413, made before any
+    exception handler could run)."""
     return JSONResponse(
         error_body(exc.code, exc.message),
         status_code=status_code_of(exc),
@@ -145,12 +146,15 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def unexpected_response(scope: Scope) -> JSONResponse:
-    """The answer to an exception nothing expected, logged with its traceback (also for
-    ``api.fastpath``, which is outside the exception handlers)."""
+    """The answer to an exception nothing expected, logged with its traceback. FastAPI
+    sends it from its outermost layer, outside the request pipeline's, so it carries the
+    headers every answer carries itself."""
     # The route's template, not the raw path: a path can carry anything a client typed.
     route = getattr(scope.get("route"), "path", None)
     log.exception("request.error", method=scope["method"], route=route)
-    return JSONResponse(error_body("internal", "internal error"), status_code=500)
+    response = JSONResponse(error_body("internal", "internal error"), status_code=500)
+    response.raw_headers.extend(answer_headers(scope))
+    return response
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -1,5 +1,5 @@
 """Caps on request bodies, per route, answered with the same JSON error body as every other
-error.
+error (the request pipeline, ``pipeline.py``, applies them).
 
 Parsing is the expensive part of a request that will be refused: a 1 MiB body of ``[[],[],...]``
 is 350,000 values to parse and validate. So each route's cap is close to the largest body it
@@ -14,10 +14,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import orjson
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import Receive, Scope
 
-from leasehold.coordinator.api.errors import error_body
+from leasehold.coordinator.api.errors import error_response
+from leasehold.errors import PayloadTooLarge
 
 # Past this multiple of the cap we stop reading and let the connection drop.
 _DRAIN_FACTOR = 8
@@ -79,78 +80,23 @@ def cap_for(routes: Sequence[RouteCap], max_bytes: int, method: str, path: str) 
     return max_bytes
 
 
-class BodyLimit:
-    """ASGI middleware: a body over its route's cap gets 413 and never reaches a route.
-
-    A declared Content-Length over the cap is refused before anything is read; a body
-    streamed without one is counted as it arrives.
-    """
-
-    def __init__(self, app: ASGIApp, max_bytes: int, routes: Sequence[RouteCap] = ()) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-        self.routes = tuple(routes)
-
-    def cap_for(self, method: str, path: str) -> int:
-        return cap_for(self.routes, self.max_bytes, method, path)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+async def drain(receive: Receive, received: int, max_bytes: int) -> None:
+    """Read and drop the rest of an oversize body (up to a bound: ``_DRAIN_FACTOR`` times
+    the cap), so that a client still sending it reads our 413 instead of a reset
+    connection; ``received``: the bytes already read."""
+    limit = max_bytes * _DRAIN_FACTOR
+    while received <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
             return
-        max_bytes = self.cap_for(scope["method"], scope["path"])
-        declared = declared_length(scope)
-        if declared is not None and declared > max_bytes:
-            await self._drain(receive, 0, max_bytes)
-            await self._refuse(send, max_bytes)
+        received += len(message.get("body", b""))
+        if not message.get("more_body", False):
             return
-        received = 0
-        refused = False
 
-        async def counting_receive() -> Message:
-            nonlocal received, refused
-            message = await receive()
-            if message["type"] == "http.request" and not refused:
-                received += len(message.get("body", b""))
-                if received > max_bytes:
-                    refused = True
-                    if message.get("more_body", False):
-                        await self._drain(receive, received, max_bytes)
-                    await self._refuse(send, max_bytes)
-                    return {"type": "http.disconnect"}
-            return message
 
-        async def guarded_send(message: Message) -> None:
-            if not refused:  # once the 413 is out, the route's own answer is dropped
-                await send(message)
-
-        await self.app(scope, counting_receive, guarded_send)
-
-    async def _drain(self, receive: Receive, received: int, max_bytes: int) -> None:
-        """Read and drop the rest of an oversize body (up to a bound), so that a client
-        still sending it reads our 413 instead of a reset connection."""
-        limit = max_bytes * _DRAIN_FACTOR
-        while received <= limit:
-            message = await receive()
-            if message["type"] != "http.request":
-                return
-            received += len(message.get("body", b""))
-            if not message.get("more_body", False):
-                return
-
-    async def _refuse(self, send: Send, max_bytes: int) -> None:
-        body = orjson.dumps(
-            error_body("payload_too_large", f"the request body is over {max_bytes} bytes")
-        )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+def too_large(max_bytes: int) -> Response:
+    """The 413 for a body over its cap, closing the connection: the client may still be
+    sending what ``drain`` did not read."""
+    response = error_response(PayloadTooLarge(f"the request body is over {max_bytes} bytes"))
+    response.headers["connection"] = "close"
+    return response

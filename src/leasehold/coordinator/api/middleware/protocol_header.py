@@ -1,10 +1,11 @@
-"""The protocol header on every answer, and the warning an open coordinator adds when it was
-given a bearer token it did not check."""
+"""The headers every answer carries: the protocol version, and the warning an open
+coordinator adds when it was given a bearer token it did not check."""
 
 from __future__ import annotations
 
-from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing import Final
+
+from starlette.types import Scope
 
 from leasehold.coordinator.api.protocol import (
     AUTH_WARNING,
@@ -13,34 +14,18 @@ from leasehold.coordinator.api.protocol import (
     PROTOCOL_VERSION,
 )
 
+RawHeaders = tuple[tuple[bytes, bytes], ...]
 
-class ProtocolHeader:
-    """ASGI middleware: every HTTP answer names the protocol version; an open
-    coordinator's answer to a request that carried a bearer token says it was not checked."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        warn = unchecked_token(scope)
-
-        async def with_header(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                stamp(MutableHeaders(scope=message), warn)
-            await send(message)
-
-        await self.app(scope, receive, with_header)
+_VERSION: Final = (HEADER.lower().encode(), PROTOCOL_VERSION.encode())
+_WARNING: Final = (AUTH_WARNING_HEADER.lower().encode(), AUTH_WARNING.encode())
+_PLAIN: Final[RawHeaders] = (_VERSION,)
+_WARNED: Final[RawHeaders] = (_VERSION, _WARNING)
 
 
-def stamp(headers: MutableHeaders, warn: bool) -> None:
-    """The headers every answer carries: the protocol version, and the warning when an
-    open coordinator was given a token it did not check (``unchecked_token``)."""
-    headers[HEADER] = PROTOCOL_VERSION
-    if warn:
-        headers[AUTH_WARNING_HEADER] = AUTH_WARNING
+def answer_headers(scope: Scope) -> RawHeaders:
+    """The raw headers to add to the answer to this request: the protocol version, and the
+    warning when an open coordinator was given a token it did not check."""
+    return _WARNED if unchecked_token(scope) else _PLAIN
 
 
 def unchecked_token(scope: Scope) -> bool:

@@ -3,6 +3,9 @@
 The route is logged as its template (``/jobs/{job_id}/complete``) with the job id beside it
 when it is one of ours, never as the raw path: a path is client input, and a log must not
 keep whatever a client typed there (a token pasted in the wrong place, a payload).
+
+Successful requests log at debug (a busy coordinator answers thousands a second), client
+errors at info, server errors at warning.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 from typing import Any
 
 import structlog
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 log = structlog.get_logger("leasehold")
 
@@ -28,35 +31,8 @@ def _where(scope: Scope) -> dict[str, Any]:
     return fields
 
 
-class RequestLog:
-    """ASGI middleware. Successful requests log at debug (a busy coordinator answers
-    thousands a second), client errors at info, server errors at warning."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def record_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, record_status)
-        finally:
-            log_request(scope, status, started)
-
-
 def log_request(scope: Scope, status: int, started: float) -> None:
-    """The request's line (also for ``api.fastpath``, which answers outside this
-    middleware); ``started``: ``time.perf_counter()`` when it arrived."""
+    """The request's line; ``started``: ``time.perf_counter()`` when it arrived."""
     level = "debug" if status < 400 else "info" if status < 500 else "warning"
     getattr(log, level)(
         "http.request",

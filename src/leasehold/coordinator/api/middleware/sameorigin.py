@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from leasehold.coordinator.api.request_headers import headers_of
 from leasehold.coordinator.auth_tokens import is_loopback
 from leasehold.errors import CrossSite, MisdirectedRequest, UnsupportedMediaType
 
@@ -59,7 +60,7 @@ def check_host(request: Request) -> None:
         return
     if settings is not None and settings.allow_open_access:
         return  # the operator said the network is the boundary (DESIGN.md §15)
-    if not _loopback_host(request.headers.get("host", ""), request.scope.get("scheme", "http")):
+    if not _loopback_host(headers_of(request).get("host", ""), request.scope.get("scheme", "http")):
         raise MisdirectedRequest()
 
 
@@ -75,16 +76,16 @@ def check_same_origin(request: Request) -> None:
     """A state-changing request a browser sent from another site is refused."""
     if request.method not in STATE_CHANGING:
         return
-    if request.headers.get("sec-fetch-site", "").strip().lower() == "cross-site":
+    if headers_of(request).get("sec-fetch-site", "").strip().lower() == "cross-site":
         raise CrossSite()
-    origin = request.headers.get("origin")
+    origin = headers_of(request).get("origin")
     if origin is None:
         return  # not a browser (or a same-origin GET-like request from an old one)
     parts = urlsplit(origin.strip())
     theirs = _host_and_port(parts.netloc, parts.scheme) if parts.scheme in _DEFAULT_PORTS else None
     # Our own origin as the browser saw it: the Host it sent, under the origin's scheme (a
     # TLS proxy in front makes the origin https while this server speaks http).
-    ours = _host_and_port(request.headers.get("host", ""), parts.scheme or "http")
+    ours = _host_and_port(headers_of(request).get("host", ""), parts.scheme or "http")
     if theirs is None or ours is None or theirs != ours:
         raise CrossSite()
 
@@ -93,7 +94,7 @@ def check_content_type(request: Request) -> None:
     """A state-changing request declares a JSON body, even when it sends none."""
     if request.method not in STATE_CHANGING:
         return
-    if not is_json(request.headers.get("content-type", "")):
+    if not is_json(headers_of(request).get("content-type", "")):
         raise UnsupportedMediaType(
             "state-changing requests must declare Content-Type: application/json,"
             " with a body or without one"

@@ -10,22 +10,24 @@ from __future__ import annotations
 
 from typing import Final
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 
 from leasehold.coordinator.api.auth import PUBLIC
 from leasehold.coordinator.api.body import StrictJSONRoute
-from leasehold.coordinator.api.routes.shared import service_of
+from leasehold.coordinator.api.routes.shared import reply, service_of
 from leasehold.coordinator.api.schemas.fields import ErrorOut
 from leasehold.coordinator.api.schemas.figures import Health
 
 READY_TIMEOUT_SECONDS: Final = 2.0
+_OK: Final = Health(status="ok")
+_READY: Final = Health(status="ready")
 
 router = APIRouter(route_class=StrictJSONRoute)
 
 
 @router.get("/health", response_model=Health, dependencies=[Depends(PUBLIC)])
-async def health() -> Health:
-    return Health(status="ok")
+async def health() -> Response:
+    return reply(_OK)
 
 
 @router.get(
@@ -34,6 +36,6 @@ async def health() -> Health:
     dependencies=[Depends(PUBLIC)],
     responses={503: {"model": ErrorOut, "description": "the database does not answer"}},
 )
-async def ready(request: Request) -> Health:
+async def ready(request: Request) -> Response:
     await service_of(request).ready(READY_TIMEOUT_SECONDS)
-    return Health(status="ready")
+    return reply(_READY)

@@ -37,7 +37,6 @@ from leasehold.coordinator.api.schemas.jobs import (
     JobPage,
     RequeueCount,
 )
-from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.store.contract import AttemptPage, DeadFilter, JobFilter
 from leasehold.errors import (
     IdempotencyConflict,
@@ -67,12 +66,7 @@ async def enqueue(
                 "the Idempotency-Key header and the body carry different keys"
             )
         key = idempotency_key
-    return await enqueue_reply(service_of(request), body, key)
-
-
-async def enqueue_reply(service: JobService, body: EnqueueRequest, key: str | None) -> Response:
-    """POST /jobs once its input is parsed (also answered by ``api.fastpath``)."""
-    inserted = await service.enqueue(body.spec(key))
+    inserted = await service_of(request).enqueue(body.spec(key))
     tag_jobs([inserted.job.id])
     return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
 

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
 from leasehold.batch_items import MAX_BATCH
 from leasehold.coordinator.api.auth import PUBLIC
 from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.protocol import CAPABILITIES, PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from leasehold.coordinator.api.routes.shared import reply
 from leasehold.coordinator.store.contract import LEASE_REQUEST_WINDOW_SECONDS
 from leasehold.model import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 
@@ -36,10 +37,10 @@ router = APIRouter(route_class=StrictJSONRoute)
 
 
 @router.get("/protocol", response_model=ProtocolOut, dependencies=[Depends(PUBLIC)])
-async def protocol(request: Request) -> ProtocolOut:
+async def protocol(request: Request) -> Response:
     """The protocol version, capabilities and limits (open, like /health)."""
     settings = request.app.state.settings
-    return ProtocolOut(
+    answer = ProtocolOut(
         protocol=PROTOCOL_VERSION,
         supported=list(SUPPORTED_VERSIONS),
         capabilities=list(CAPABILITIES),
@@ -54,3 +55,4 @@ async def protocol(request: Request) -> ProtocolOut:
         ),
         open_access=request.app.state.authenticator.open,
     )
+    return reply(answer)
