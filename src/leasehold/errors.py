@@ -182,6 +182,12 @@ class Unavailable(LeaseholdError):
     code = "unavailable"
 
 
+class StoreInUse(Unavailable):
+    """Another coordinator serves this SQLite file: one file has one coordinator."""
+
+    code = "store_in_use"
+
+
 class Unanswerable(LeaseholdError):
     """The answer could not be built, so nothing was changed."""
 

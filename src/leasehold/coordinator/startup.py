@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import structlog
 
 from leasehold.coordinator.store.open import open_store, sqlite_path
-from leasehold.errors import Unavailable
+from leasehold.errors import StoreInUse, Unavailable
 
 log = structlog.get_logger("leasehold")
 
@@ -105,6 +105,8 @@ def prepare_database(
         try:
             asyncio.run(_open_and_close(url, synchronous))
             return
+        except StoreInUse as exc:  # another coordinator serves the file: waiting won't help
+            raise StartupError(str(exc), EXIT_DATABASE) from None
         except Unavailable as exc:  # PostgreSQL not reachable (yet)
             left = deadline - time.monotonic()
             if left <= 0:

@@ -23,7 +23,9 @@ SQLite ``Tx`` never waits for anything but its connection.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
+import os
 import queue
 import sqlite3
 import threading
@@ -36,7 +38,7 @@ from leasehold.coordinator.store.driver import Op, Write
 from leasehold.coordinator.store.sqlite.readers import Readers
 from leasehold.coordinator.store.sqlite.tx import SqliteTx, TokenCounter
 from leasehold.coordinator.store.store import DriverStore
-from leasehold.errors import Unavailable
+from leasehold.errors import StoreInUse, Unavailable
 
 T = TypeVar("T")
 Call = Callable[[sqlite3.Connection], Any]
@@ -44,6 +46,12 @@ Answer = tuple["asyncio.Future[Any]", Any, BaseException | None]
 
 SYNCHRONOUS_MODES: Final = ("FULL", "NORMAL", "OFF")
 _BATCH_LIMIT: Final = 512  # operations sharing one commit, at most
+# How long a statement waits for a lock another process holds (a backup tool, a second
+# connection): the writer thread waits; the event loop never does (it hands the work over).
+_WRITER_BUSY_MS: Final = 10_000
+# Below this much free space on the database's disk the readiness check fails: a write may
+# still fit, but the next checkpoint or a batch may not (DESIGN.md §16).
+MIN_FREE_BYTES: Final = 32 * 1024 * 1024
 _STOP: Final = object()
 
 
@@ -78,10 +86,14 @@ class SqliteDriver:
         self._inline: list[tuple[Call, asyncio.Future[Any]]] | None = None  # for this turn
         self._tokens = TokenCounter()
         self._readers: Readers | None = None
+        self._lock_fd: int | None = None
+        self._inode: int | None = None  # of the file when opened (a deleted file is refused)
+        self._busy_ms: int | None = None  # the busy timeout the connection has now
 
     # -- the writer thread ----------------------------------------------------------------
 
     async def open(self, migrate: Op[None]) -> None:
+        self._hold_the_file()
         self._loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = self._loop.create_future()
         self._thread = threading.Thread(
@@ -96,11 +108,38 @@ class SqliteDriver:
         if self._readers is not None:
             await asyncio.to_thread(self._readers.close)
             self._readers = None
-        if self._thread is None:
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
+        self._let_go_of_the_file()
+
+    def _on_disk(self) -> bool:
+        return self._path not in ("", ":memory:") and not self._path.startswith("file:")
+
+    def _hold_the_file(self) -> None:
+        """One coordinator per file: the writer thread's group commit, the inline commits
+        and the counts all rest on being the file's only writer. An exclusive ``flock``
+        (which SQLite's own POSIX locks do not touch) held while the store is open makes a
+        second coordinator on the same file fail at once, with one line."""
+        if not self._on_disk():
             return
-        self._queue.put(_STOP)
-        await asyncio.to_thread(self._thread.join)
-        self._thread = None
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreInUse(
+                f"another coordinator is serving {self._path}: one SQLite file has one"
+                " coordinator (several coordinators share a PostgreSQL database)"
+            ) from None
+        self._lock_fd = fd
+        self._inode = os.fstat(fd).st_ino
+
+    def _let_go_of_the_file(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
 
     def subscribe(self, on_available: Callable[[], None]) -> None:
         """Nothing to do: this process is the only one writing to the file."""
@@ -109,8 +148,8 @@ class SqliteDriver:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-        conn.execute("PRAGMA busy_timeout = 10000")
         conn.execute("PRAGMA foreign_keys = ON")
+        self._wait_for_locks(conn, _WRITER_BUSY_MS)
         conn.create_function("next_lease_token", 0, self._tokens.next)
         conn.execute("BEGIN IMMEDIATE")  # one migrator at a time, even across processes
         try:
@@ -147,22 +186,56 @@ class SqliteDriver:
                     break
                 batch.extend(item)
             with self._busy:
+                self._wait_for_locks(conn, _WRITER_BUSY_MS)
                 answers = self._execute(conn, batch)
             loop.call_soon_threadsafe(_deliver, answers)
         with self._busy:  # not while the event loop runs a transaction on it
             self._conn = None
             conn.close()
 
-    @staticmethod
+    def _wait_for_locks(self, conn: sqlite3.Connection, ms: int) -> None:
+        """Set how long a statement waits for another process's lock (only when it changes:
+        the writer thread and the event loop take turns on the connection)."""
+        if self._busy_ms != ms:
+            conn.execute(f"PRAGMA busy_timeout = {ms}")
+            self._busy_ms = ms
+
+    def _check_the_file(self) -> None:
+        """A write to a file that was deleted (or replaced) under the coordinator would be
+        answered and then lost at the next start: refuse it instead."""
+        if self._inode is None:
+            return
+        try:
+            same = os.stat(self._path).st_ino == self._inode
+        except OSError:
+            same = False
+        if not same:
+            raise Unavailable(f"the database file {self._path} is gone or was replaced")
+
     def _execute(
+        self, conn: sqlite3.Connection, batch: list[tuple[Call, asyncio.Future[Any]]]
+    ) -> list[Answer]:
+        try:
+            self._check_the_file()
+        except Unavailable as gone:
+            return [(future, None, gone) for _, future in batch]
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            failure = Unavailable(f"database error: {exc}")
+            return [(future, None, failure) for _, future in batch]
+        return self._run_batch(conn, batch)
+
+    @staticmethod
+    def _run_batch(
         conn: sqlite3.Connection, batch: list[tuple[Call, asyncio.Future[Any]]]
     ) -> list[Answer]:
+        """The batch's operations in the transaction just begun, then the commit."""
         answers: list[Answer] = []
         # A lone operation needs no savepoint: its failure rolls back the whole
         # transaction, which holds nothing else (two statements fewer per lone request).
         alone = len(batch) == 1
         try:
-            conn.execute("BEGIN IMMEDIATE")
             for call, future in batch:
                 if not alone:
                     conn.execute("SAVEPOINT op")
@@ -233,7 +306,19 @@ class SqliteDriver:
             self._queue.put(batch)  # the writer took a transaction meanwhile
             return
         try:
-            answers = self._execute(conn, batch)
+            self._wait_for_locks(conn, 0)  # the event loop never waits for a lock
+            try:
+                self._check_the_file()
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:
+                # Another process holds the database's write lock: the writer thread waits
+                # for it (up to its busy timeout) while the loop goes on serving.
+                self._queue.put(batch)
+                return
+            except Unavailable as gone:
+                _deliver([(future, None, gone) for _, future in batch])
+                return
+            answers = self._run_batch(conn, batch)
         finally:
             self._busy.release()
         _deliver(answers)
@@ -246,7 +331,15 @@ class SqliteDriver:
     async def ping(self) -> None:
         # On the writer thread, inside its write transaction: it answers only when a write
         # could be made (the database not locked by another process, the disk answering).
-        await self._call(lambda conn: conn.execute("SELECT 1 FROM schema_migrations").fetchone())
+        await self._call(self._ready)
+
+    def _ready(self, conn: sqlite3.Connection) -> None:
+        conn.execute("SELECT 1 FROM schema_migrations").fetchone()
+        if self._on_disk():
+            disk = os.statvfs(os.path.dirname(os.path.abspath(self._path)))
+            free = disk.f_bavail * disk.f_frsize
+            if free < MIN_FREE_BYTES:
+                raise Unavailable(f"the database's disk has {free // 1024} KiB free")
 
     async def write(self, op: Op[T], *, small: bool = False, single: bool = False) -> T:
         return await self._call(functools.partial(self._transact, op=op), small=small)
