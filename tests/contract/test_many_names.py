@@ -8,10 +8,12 @@ import pytest
 
 from leasehold.coordinator.rules.stats import OTHER, TOP_NAMES
 from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.names import RELOAD_SECONDS, NameCaps
 from leasehold.coordinator.service.requests import Enqueue
-from leasehold.coordinator.store.contract import Store
+from leasehold.coordinator.store.contract import DeleteFilter, Store
 from leasehold.coordinator.store.open import open_store
 from leasehold.errors import TooManyNames
+from leasehold.model import JobStatus
 
 KINDS = 3000
 PG_KINDS = 800  # PostgreSQL's store inserts row by row: fewer, for the suite's time
@@ -94,3 +96,24 @@ async def test_a_limit_on_one_kind_does_not_make_leases_probe_every_kind(
         assert limited < 2 * plain + 0.002, (plain, limited)
     else:  # a few more round trips (the heads' kinds, their limits and counts), not 3,000 probes
         assert limited < 3 * plain + 0.010, (plain, limited)
+
+
+async def test_a_name_whose_jobs_are_gone_frees_its_place(store: Store) -> None:
+    """Kinds and queues count while a job has them: once a burst's jobs are deleted, new
+    names pass the cap again, on this coordinator (which reads the names again when a cap
+    would be passed) and after a restart."""
+    now = [0.0]
+    caps = NameCaps(store.names_known, max_kinds=3, max_queues=2, clock=lambda: now[0])
+    service = JobService(store, max_kinds=3, max_queues=2)
+    service.names = caps
+    await service.enqueue_many([Enqueue(f"burst-{k}", queue="q1") for k in range(3)])
+    with pytest.raises(TooManyNames, match="3 distinct kinds"):
+        await service.enqueue(Enqueue("real"))
+    deleted = await store.jobs_delete(DeleteFilter((JobStatus.QUEUED,), kind="burst-0", limit=10))
+    assert deleted == 1
+    now[0] += RELOAD_SECONDS  # the names were read a moment ago: the next refusal reads them
+    assert (await service.enqueue(Enqueue("real"))).created
+    assert (await store.names_known())[0] == {"burst-1", "burst-2", "real"}
+    restarted = JobService(store, max_kinds=3)
+    with pytest.raises(TooManyNames):
+        await restarted.enqueue(Enqueue("another"))

@@ -6,19 +6,27 @@ grow them without bound, without any malice. So a job whose kind (or queue) woul
 more than the cap allows is refused (422 ``too_many_names``); names already known are
 always accepted.
 
-Known means: present in the database's job counts when the coordinator first needed to
-know (counts are kept at zero, so every name ever used), or accepted since. Several
-coordinators may each accept a few new names at the same moment, so the cap can be passed
-by a handful; it bounds growth, it is not a quota.
+Known means: the name of a job in the database when the coordinator last read them, or
+accepted since. A name whose jobs are all gone (deleted, or pruned by retention) frees its
+place: a name that would pass a cap makes the coordinator read the names again first (at
+most once a second, so refusals cost no query each), so a cap used up by one producer's
+burst does not stay used up once its jobs are gone. Several coordinators may each accept a
+few new names at the same moment, so the cap can be passed by a handful; it bounds growth,
+it is not a quota.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Final
 
 from leasehold.errors import TooManyNames
 from leasehold.model import MAX_KINDS, MAX_QUEUES
+
+RELOAD_SECONDS: Final = 1.0
+"""At most one read of the names from the database this often, when a cap is reached."""
 
 
 class NameCaps:
@@ -29,37 +37,60 @@ class NameCaps:
         load: Callable[[], Awaitable[tuple[set[str], set[str]]]],
         max_kinds: int = MAX_KINDS,
         max_queues: int = MAX_QUEUES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._load = load
         self.max_kinds = max_kinds
         self.max_queues = max_queues
+        self._clock = clock
         self._kinds: set[str] | None = None
         self._queues: set[str] = set()
+        self._loaded_at = float("-inf")
         self._loading = asyncio.Lock()
 
     async def admit(self, kinds: Sequence[str], queues: Sequence[str]) -> None:
         """Accept these names, or raise TooManyNames (then none of them is added)."""
+        if self._over(*await self._known(), kinds, queues) is not None:
+            # Names may have freed their places since the last read: read them again.
+            await self._reload()
         known_kinds, known_queues = await self._known()
+        if refusal := self._over(known_kinds, known_queues, kinds, queues):
+            raise refusal
+        known_kinds.update(kinds)
+        known_queues.update(queues)
+
+    def _over(
+        self,
+        known_kinds: set[str],
+        known_queues: set[str],
+        kinds: Sequence[str],
+        queues: Sequence[str],
+    ) -> TooManyNames | None:
+        """The refusal, if these names would pass a cap."""
         new_kinds = set(kinds) - known_kinds
         new_queues = set(queues) - known_queues
         if new_kinds and len(known_kinds) + len(new_kinds) > self.max_kinds:
-            raise TooManyNames(
+            return TooManyNames(
                 f"the coordinator has {len(known_kinds)} distinct kinds and accepts at most"
                 f" {self.max_kinds} (--max-kinds): use a known kind, or put the variable part"
                 " in the payload"
             )
         if new_queues and len(known_queues) + len(new_queues) > self.max_queues:
-            raise TooManyNames(
+            return TooManyNames(
                 f"the coordinator has {len(known_queues)} distinct queues and accepts at most"
                 f" {self.max_queues} (--max-queues): use a known queue"
             )
-        known_kinds |= new_kinds
-        known_queues |= new_queues
+        return None
 
     async def _known(self) -> tuple[set[str], set[str]]:
-        if self._kinds is not None:
-            return self._kinds, self._queues
-        async with self._loading:
-            if self._kinds is None:
-                self._kinds, self._queues = await self._load()
+        if self._kinds is None:
+            await self._reload()
+        assert self._kinds is not None
         return self._kinds, self._queues
+
+    async def _reload(self) -> None:
+        async with self._loading:
+            if self._clock() - self._loaded_at < RELOAD_SECONDS:
+                return  # read a moment ago (by this caller or another)
+            self._kinds, self._queues = await self._load()
+            self._loaded_at = self._clock()

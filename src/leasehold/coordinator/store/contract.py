@@ -307,8 +307,8 @@ class Store(Protocol):
         ...
 
     async def names_known(self) -> tuple[set[str], set[str]]:
-        """The distinct kinds and queues jobs have ever had in this database (their counts
-        are kept even at zero), for the caps on distinct names."""
+        """The distinct kinds and queues of the jobs in this database now, for the caps on
+        distinct names (a name no job has any more is not among them)."""
         ...
 
     async def job_next_run_after(self, after: datetime) -> datetime | None:

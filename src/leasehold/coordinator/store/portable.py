@@ -203,9 +203,15 @@ class PortableTx:
         return [(q, k, JobStatus(name.removeprefix("jobs:")), n) for q, k, name, n in rows if n]
 
     async def names_known(self) -> tuple[set[str], set[str]]:
-        kinds = await self._all("SELECT DISTINCT kind FROM counters WHERE name LIKE 'jobs:%'")
+        """The kinds and queues some job has now (a name whose jobs are all gone, deleted
+        or pruned, frees its place under the caps)."""
+        kinds = await self._all(
+            "SELECT kind FROM counters WHERE name LIKE 'jobs:%'"
+            " GROUP BY kind HAVING sum(value) <> 0"
+        )
         queues = await self._all(
-            "SELECT DISTINCT queue FROM counters WHERE name LIKE 'jobs:%' AND queue <> ''"
+            "SELECT queue FROM counters WHERE name LIKE 'jobs:%' AND queue <> ''"
+            " GROUP BY queue HAVING sum(value) <> 0"
         )
         return {row[0] for row in kinds}, {row[0] for row in queues}
 
