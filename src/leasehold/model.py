@@ -30,6 +30,12 @@ class JobStatus(StrEnum):
     CANCELLED = "cancelled"  # an operator cancelled it; never leased again unless requeued
 
 
+FINISHED: frozenset[JobStatus] = frozenset(
+    {JobStatus.COMPLETED, JobStatus.DEAD, JobStatus.CANCELLED}
+)
+"""The statuses a job ends in (it may still be requeued, which starts it again)."""
+
+
 class Report(StrEnum):
     """What has been said under the job's current lease_token.
 
@@ -75,6 +81,8 @@ MAX_ANSWER_BYTES = 8 * 1024 * 1024  # jobs' JSON in one answer (a page, a batch 
 MAX_KINDS = 1000  # distinct kinds accepted (DESIGN.md §10)
 MAX_QUEUES = 100  # distinct queues accepted
 MAX_WAITING_POLLS = 4096  # long polls waiting at once (DESIGN.md §9)
+MAX_WAITING_RESULTS = 4096  # result waits (GET /jobs/{id}?wait_seconds) at once (§9)
+MAX_WORKERS = 1000  # workers kept and listed: the most recently seen (DESIGN.md §16)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,9 @@ import pytest
 from leasehold import Client, JobCancelled, JobFailed, ResultTimeout, SyncClient
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Enqueue
+from leasehold.coordinator.store.postgres.driver import PostgresStore
 from leasehold.coordinator.store.sqlite.driver import SqliteStore
-from leasehold.model import JobStatus
+from leasehold.model import Job, JobStatus
 from tests.http import eventually
 from tests.process import Coordinator, sqlite_coordinator
 from tests.workers import COORDINATOR_ARGS
@@ -149,3 +150,44 @@ def test_the_sync_client_waits_for_a_result(coordinator: Coordinator) -> None:
         assert lease is not None
         client.complete(job.id, lease.token, "done")
         assert client.result(job.id, timeout=5) == "done"
+
+
+async def test_a_waiting_request_does_not_read_its_job_again_until_woken(
+    service: JobService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Idle waits cost nothing: the job is read when the wait starts and when it ends, not
+    on a timer in between."""
+    job = (await service.enqueue(Enqueue("slow"))).job
+    reads = 0
+    real = service.store.job_get
+
+    async def counted(job_id: int) -> Job | None:
+        nonlocal reads
+        reads += 1
+        return await real(job_id)
+
+    monkeypatch.setattr(service.store, "job_get", counted)
+    waited = await service.wait(job.id, 1.2)
+    assert waited.status is JobStatus.QUEUED
+    assert reads == 2  # at the start and at the deadline (every 0.5 s, it was 4)
+
+
+async def test_a_job_another_coordinator_finishes_wakes_the_wait(postgres_url: str) -> None:
+    """On PostgreSQL the coordinator that finishes a job tells the others' waits, which
+    answer at once instead of at their deadline."""
+    here, there = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    await here.open()
+    await there.open()
+    try:
+        waiting, finishing = JobService(here), JobService(there)
+        job = (await finishing.enqueue(Enqueue("k"))).job
+        started = time.monotonic()
+        wait = asyncio.ensure_future(waiting.wait(job.id, 30))
+        await watching(waiting)
+        await finishing.cancel(job.id)
+        ended = await asyncio.wait_for(wait, WITHIN)
+        assert ended.status is JobStatus.CANCELLED
+        assert time.monotonic() - started < WITHIN
+    finally:
+        await here.close()
+        await there.close()

@@ -74,6 +74,8 @@ SERVE = [
     ("--max-answer-bytes", 8388608, 1, None),
     ("--max-kinds", 1000, 1, None),
     ("--max-queues", 100, 1, None),
+    ("--max-workers", 1000, 1, None),
+    ("--max-waiting-results", 4096, 0, None),
     ("--retain-completed-seconds", 86400.0, 0, None),
     ("--retain-cancelled-seconds", 86400.0, 0, None),
     ("--retain-dead-seconds", 604800.0, 0, None),

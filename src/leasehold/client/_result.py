@@ -6,9 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from leasehold.errors import JobCancelled, JobFailed, ResultTimeout
-from leasehold.model import JSON, MAX_WAIT_SECONDS, Job, JobStatus
-
-_FINISHED = (JobStatus.COMPLETED, JobStatus.DEAD, JobStatus.CANCELLED)
+from leasehold.model import FINISHED, JSON, MAX_WAIT_SECONDS, Job, JobStatus
 
 
 async def wait_finished(
@@ -23,7 +21,7 @@ async def wait_finished(
         # One long poll waits at most MAX_WAIT_SECONDS; a longer wait is a few in a row.
         remaining = MAX_WAIT_SECONDS if deadline is None else deadline - loop.time()
         job = await get(job_id, wait_seconds=min(max(remaining, 0.0), MAX_WAIT_SECONDS))
-        if job.status in _FINISHED:
+        if job.status in FINISHED:
             return job
         if deadline is not None and loop.time() >= deadline:
             raise ResultTimeout(

@@ -77,6 +77,8 @@ def create_app(
         max_answer_bytes=settings.max_answer_bytes,
         max_kinds=settings.max_kinds,
         max_queues=settings.max_queues,
+        max_workers=settings.max_workers,
+        max_waiting_results=settings.max_waiting_results,
     )
     authenticator = Authenticator(settings.tokens)
     reaper = Reaper(service, settings.reap_interval_seconds)
@@ -86,7 +88,7 @@ def create_app(
         settings.retain_cancelled_seconds,
         settings.retain_dead_seconds,
     )
-    pruner = Pruner(store, retention, settings.prune_interval_seconds)
+    pruner = Pruner(store, retention, settings.prune_interval_seconds, settings.max_workers)
     scheduler = Scheduler(
         service, settings.schedule_interval_seconds, settings.schedule_grace_seconds
     )

@@ -19,6 +19,8 @@ from leasehold.model import (
     MAX_LEASE_SECONDS,
     MAX_QUEUES,
     MAX_WAITING_POLLS,
+    MAX_WAITING_RESULTS,
+    MAX_WORKERS,
 )
 
 SqliteSynchronous = Literal["FULL", "NORMAL"]  # what `serve` offers (tests also use OFF)
@@ -167,6 +169,19 @@ class CoordinatorSettings:
         MAX_QUEUES,
         min=1,
         help="Distinct queues accepted; a job in one more queue is refused (422).",
+    )
+    # Heartbeats from more worker ids than this are kept only until the next prune, the
+    # most recently seen first: a flood of ids cannot grow the list or its answers.
+    max_workers: int = setting(
+        MAX_WORKERS,
+        min=1,
+        help="Workers kept and listed, at most: the most recently seen.",
+    )
+    # Each waiting result holds a connection and a place in the wake-ups, as a long poll.
+    max_waiting_results: int = setting(
+        MAX_WAITING_RESULTS,
+        min=0,
+        help="Result waits (GET /jobs/{id}?wait_seconds) at once; past it a wait answers at once.",
     )
     # Retention of finished jobs, per status, in seconds after they finished (0: forever).
     # As River's job cleaner: completed and cancelled jobs a day (long enough to look at

@@ -30,6 +30,7 @@ CAPABILITIES: Final = (
     "normalized_idempotency",  # enqueue retries compare requests with defaults filled in
     "job_headers",  # headers on enqueue, stored and handed to every lessee (trace context)
     "wait_finished",  # GET /jobs/{id}?wait_seconds: answered when the job has finished
+    "workers_pages",  # GET /workers?limit&cursor, and next_cursor in its answer
 )
 
 

@@ -13,7 +13,7 @@ import structlog
 
 from leasehold.coordinator.rules.presence import KEEP_GONE_SECONDS
 from leasehold.coordinator.store.contract import DeleteFilter, Store
-from leasehold.model import JobStatus
+from leasehold.model import MAX_WORKERS, JobStatus
 
 log = structlog.get_logger("leasehold")
 
@@ -62,8 +62,11 @@ class Pruner:
     until stopped. ``passes`` counts finished passes and ``swept`` is set after each one,
     so tests can wait for a pass instead of sleeping (the same hook as the Reaper's)."""
 
-    def __init__(self, store: Store, retention: Retention, interval: float) -> None:
+    def __init__(
+        self, store: Store, retention: Retention, interval: float, max_workers: int = MAX_WORKERS
+    ) -> None:
         self.store = store
+        self.max_workers = max_workers
         self.retention = retention
         self.interval = interval
         self.passes = 0
@@ -74,7 +77,7 @@ class Pruner:
         while True:
             try:
                 n = await prune_finished(self.store, self.retention)
-                await self.store.workers_forget(KEEP_GONE_SECONDS)
+                await self.store.workers_forget(KEEP_GONE_SECONDS, keep=self.max_workers)
                 self.pruned += n
                 if n:
                     log.info("jobs.pruned", count=n)

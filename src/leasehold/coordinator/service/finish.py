@@ -2,22 +2,20 @@
 
 ``GET /jobs/{id}?wait_seconds=N`` (a client's ``handle.result()``) waits here. The service
 fires ``Finishes.fire(job_id)`` after any decision that leaves a job completed, dead or
-cancelled, so a waiter on this coordinator answers at once. A job that a different
-coordinator finished (several coordinators on PostgreSQL) is found by the waiter's own look
-every ``recheck_seconds``: nothing crosses between coordinators for this.
+cancelled, so a waiter on this coordinator answers at once; a job another coordinator
+finished (several on PostgreSQL) is announced by the store (``subscribe``'s
+``on_finished``, a notification carrying the ids). A waiter reads its job when it starts
+and when it is woken, never on a timer: thousands of idle waits cost no CPU. How many may
+wait at once is capped (``--max-waiting-results``); past it a wait answers at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
-from leasehold.model import Job, JobStatus
-
-FINISHED = frozenset({JobStatus.COMPLETED, JobStatus.DEAD, JobStatus.CANCELLED})
-# How often a waiting request reads the job again, for finishes on other coordinators.
-RECHECK_SECONDS = 0.5
+from leasehold.model import FINISHED, Job
 
 
 def is_finished(job: Job) -> bool:
@@ -30,10 +28,12 @@ class Finishes:
 
     def __init__(self) -> None:
         self._events: dict[int, list[asyncio.Event]] = {}
+        self.waiting = 0  # requests waiting now, on any job
 
     def watch(self, job_id: int) -> asyncio.Event:
         event = asyncio.Event()
         self._events.setdefault(job_id, []).append(event)
+        self.waiting += 1
         return event
 
     def unwatch(self, job_id: int, event: asyncio.Event) -> None:
@@ -42,17 +42,24 @@ class Finishes:
             return
         with contextlib.suppress(ValueError):
             events.remove(event)
+            self.waiting -= 1
         if not events:
             del self._events[job_id]
 
     def fire(self, job_id: int) -> None:
-        for event in self._events.pop(job_id, ()):
+        events = self._events.pop(job_id, ())
+        self.waiting -= len(events)
+        for event in events:
             event.set()
+
+    def fire_many(self, job_ids: Sequence[int] | None) -> None:
+        """Jobs another coordinator finished (None: any may have: a lost notification)."""
+        for job_id in list(self._events) if job_ids is None else job_ids:
+            self.fire(job_id)
 
     def fire_all(self) -> None:
         """Wake every waiter (the coordinator is stopping)."""
-        for job_id in list(self._events):
-            self.fire(job_id)
+        self.fire_many(None)
 
     @property
     def watched(self) -> int:
@@ -65,7 +72,6 @@ async def wait_finished(
     job_id: int,
     read: Callable[[], Awaitable[Job]],
     seconds: float,
-    recheck_seconds: float,
     stopping: Callable[[], bool],
 ) -> Job:
     """The job as soon as it is finished, or as it is after ``seconds``.
@@ -83,6 +89,6 @@ async def wait_finished(
             if is_finished(job) or remaining <= 0 or stopping():
                 return job
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), min(remaining, recheck_seconds))
+                await asyncio.wait_for(event.wait(), remaining)
         finally:
             finishes.unwatch(job_id, event)

@@ -22,7 +22,6 @@ from leasehold.coordinator.service import answer, decisions
 from leasehold.coordinator.service.budget import OverBudget, budget_seal
 from leasehold.coordinator.service.duetimer import DueTimer
 from leasehold.coordinator.service.figures import FiguresCache
-from leasehold.coordinator.service.finish import RECHECK_SECONDS as FINISH_RECHECK_SECONDS
 from leasehold.coordinator.service.finish import Finishes, is_finished, wait_finished
 from leasehold.coordinator.service.job_log import log_fields, log_outcome
 from leasehold.coordinator.service.names import NameCaps
@@ -53,6 +52,8 @@ from leasehold.model import (
     MAX_KINDS,
     MAX_QUEUES,
     MAX_WAITING_POLLS,
+    MAX_WAITING_RESULTS,
+    MAX_WORKERS,
     Attempt,
     Job,
     JobStatus,
@@ -76,6 +77,8 @@ class JobService:
         max_answer_bytes: int = MAX_ANSWER_BYTES,
         max_kinds: int = MAX_KINDS,
         max_queues: int = MAX_QUEUES,
+        max_workers: int = MAX_WORKERS,
+        max_waiting_results: int = MAX_WAITING_RESULTS,
     ) -> None:
         self.store = store
         self.backoff = backoff or BackoffPolicy()
@@ -85,6 +88,8 @@ class JobService:
         self.finishes = Finishes()  # requests waiting for a job to end (GET ?wait_seconds)
         self.max_waiting_polls = max_waiting_polls
         self.max_answer_bytes = max_answer_bytes
+        self.max_workers = max_workers
+        self.max_waiting_results = max_waiting_results
         self.names = NameCaps(store.names_known, max_kinds, max_queues)
         self._figures = FiguresCache(self._compute_stats)
         self.due = DueTimer(
@@ -96,7 +101,8 @@ class JobService:
         self.stopping = False
         # Queues known to be paused (kept by service.operations): their jobs wake no lessee.
         self.paused: frozenset[str] = frozenset()
-        store.subscribe(self.wakeup.notify)  # work made available by other coordinators
+        # Work made available, and jobs finished, by other coordinators.
+        store.subscribe(self.wakeup.notify, self.finishes.fire_many)
 
     def _start_due_timer(self) -> None:
         """The timer runs while polls wait; its task is made by the first of them."""
@@ -331,13 +337,16 @@ class JobService:
 
     async def wait(self, job_id: int, seconds: float) -> Job:
         """The job as soon as it is completed, dead or cancelled, or as it is after
-        ``seconds`` (DESIGN.md §9, "Waiting for a job to finish")."""
+        ``seconds`` (DESIGN.md §9, "Waiting for a job to finish"). Past the cap on waits
+        at once, the job as it is now: each wait holds a connection and an event."""
+        if self.finishes.waiting >= self.max_waiting_results:
+            log.debug("wait.waiters_full", job_id=job_id, waiting=self.finishes.waiting)
+            return await self.get(job_id)
         return await wait_finished(
             self.finishes,
             job_id,
             partial(self.get, job_id),
             seconds,
-            FINISH_RECHECK_SECONDS,
             lambda: self.stopping,
         )
 
@@ -363,7 +372,10 @@ class JobService:
 
     async def _compute_stats(self) -> Stats:
         snapshot = await self.store.stats(WINDOWS)
-        return summarize(snapshot, await self.store.workers_list(LIVE_SECONDS))
+        live = await self.store.workers_list(LIVE_SECONDS, limit=self.max_workers)
+        # Off the event loop: its cost grows with the kinds, queues and workers there are
+        # (bounded by their caps), and /health and renewals must not wait for it.
+        return await asyncio.to_thread(summarize, snapshot, live)
 
     async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         await self.get(job_id)

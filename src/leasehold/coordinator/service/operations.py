@@ -148,9 +148,16 @@ class Operations:
     async def beat(self, beat: WorkerBeat) -> WorkerSeen:
         return await self.store.worker_beat(beat)
 
-    async def workers(self) -> list[WorkerView]:
-        """Live workers and those gone within the last hour, most recently seen first."""
-        seen: Sequence[WorkerSeen] = await self.store.workers_list(KEEP_GONE_SECONDS)
+    async def workers(self, limit: int | None = None, offset: int = 0) -> list[WorkerView]:
+        """Live workers and those gone within the last hour, most recently seen first:
+        ``limit`` of them (at most the coordinator's ``max_workers``) after ``offset``."""
+        cap = self.service.max_workers - offset
+        if cap <= 0:
+            return []
+        limit = cap if limit is None else min(limit, cap)
+        seen: Sequence[WorkerSeen] = await self.store.workers_list(
+            KEEP_GONE_SECONDS, limit=limit, offset=offset
+        )
         now = await self.store.now()
         views = []
         for worker in seen:

@@ -250,11 +250,16 @@ class Store(Protocol):
 
     async def close(self) -> None: ...
 
-    def subscribe(self, on_available: Callable[[], None]) -> None:
+    def subscribe(
+        self,
+        on_available: Callable[[], None],
+        on_finished: Callable[[Sequence[int] | None], None] | None = None,
+    ) -> None:
         """Call ``on_available`` (on the event loop) whenever another store on the same
-        database may have made work available, so that long polls wake across coordinators
-        (this store's own changes may be reported too). Called before ``open``; a store
-        that no other process writes to never calls it."""
+        database may have made work available, so that long polls wake across coordinators,
+        and ``on_finished`` with the ids of jobs it finished (None: any may have), so that
+        result waits do (this store's own changes may be reported too). Called before
+        ``open``; a store that no other process writes to never calls them."""
         ...
 
     async def now(self) -> datetime:
@@ -412,10 +417,14 @@ class Store(Protocol):
         """Record a worker's heartbeat, last seen now."""
         ...
 
-    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
-        """Workers seen within the last ``seen_within_seconds``, most recently seen first."""
+    async def workers_list(
+        self, seen_within_seconds: float, limit: int | None = None, offset: int = 0
+    ) -> list[WorkerSeen]:
+        """Workers seen within the last ``seen_within_seconds``, most recently seen first;
+        ``limit`` of them (None: all) after the first ``offset``."""
         ...
 
-    async def workers_forget(self, unseen_for_seconds: float) -> int:
-        """Drop workers not seen for ``unseen_for_seconds``; how many."""
+    async def workers_forget(self, unseen_for_seconds: float, keep: int | None = None) -> int:
+        """Drop workers not seen for ``unseen_for_seconds``, and, with ``keep``, all but the
+        ``keep`` most recently seen; how many."""
         ...

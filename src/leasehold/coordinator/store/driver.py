@@ -64,6 +64,10 @@ class Tx(Protocol):
         """Work may have become available: tell the other coordinators' long polls at
         commit (a driver alone on its database does nothing)."""
 
+    def finished(self, job_ids: Sequence[int]) -> None:
+        """These jobs ended (completed, dead, cancelled): tell the other coordinators'
+        result waits at commit (a driver alone on its database does nothing)."""
+
     async def now(self) -> datetime: ...
 
     # -- jobs ---------------------------------------------------------------------------
@@ -220,9 +224,11 @@ class Tx(Protocol):
 
     async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen: ...
 
-    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]: ...
+    async def workers_list(
+        self, seen_within_seconds: float, limit: int | None, offset: int
+    ) -> list[WorkerSeen]: ...
 
-    async def workers_forget(self, unseen_for_seconds: float) -> int: ...
+    async def workers_forget(self, unseen_for_seconds: float, keep: int | None) -> int: ...
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -256,9 +262,14 @@ class Driver(Protocol):
 
     async def close(self) -> None: ...
 
-    def subscribe(self, on_available: Callable[[], None]) -> None:
+    def subscribe(
+        self,
+        on_available: Callable[[], None],
+        on_finished: Callable[[Sequence[int] | None], None] | None,
+    ) -> None:
         """Call ``on_available`` (on the event loop) when another coordinator on the same
-        database may have made work available (``Tx.wake``)."""
+        database may have made work available (``Tx.wake``), and ``on_finished`` with the
+        jobs it finished (``Tx.finished``; None: any may have, after a lost connection)."""
         ...
 
     async def now(self) -> datetime: ...

@@ -19,7 +19,7 @@ from leasehold.coordinator.store.contract import (
 )
 from leasehold.coordinator.store.driver import Tx
 from leasehold.errors import Unavailable
-from leasehold.model import Job, JobStatus, Outcome
+from leasehold.model import FINISHED, Job, JobStatus, Outcome
 
 
 async def insert(tx: Tx, jobs: Sequence[NewJob], *, compare: bool = True) -> list[Inserted]:
@@ -72,6 +72,10 @@ async def decide(tx: Tx, items: Sequence[tuple[int, Decide]]) -> list[Outcome | 
         outcomes.append(outcome)
     if any(o is not None and o.changed and o.job.status is JobStatus.QUEUED for o in outcomes):
         tx.wake()
+    if ended := [
+        o.job.id for o in outcomes if o is not None and o.changed and o.job.status in FINISHED
+    ]:
+        tx.finished(ended)
     for batch in _rounds(writes):
         changed = sum(outcome.changed for _, outcome in batch)
         if await tx.jobs_write(batch, now) != changed:

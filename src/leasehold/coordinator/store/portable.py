@@ -331,17 +331,28 @@ class PortableTx:
         )
         return self._worker(row)
 
-    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
+    async def workers_list(
+        self, seen_within_seconds: float, limit: int | None, offset: int
+    ) -> list[WorkerSeen]:
         rows = await self._all(
             f"SELECT {WORKER_COLUMNS} FROM workers WHERE last_seen >= ?"
-            " ORDER BY last_seen DESC, worker_id",
+            " ORDER BY last_seen DESC, worker_id LIMIT ? OFFSET ?",
             await self._ago(seen_within_seconds),
+            _NO_LIMIT if limit is None else limit,
+            offset,
         )
         return [self._worker(row) for row in rows]
 
-    async def workers_forget(self, unseen_for_seconds: float) -> int:
+    async def workers_forget(self, unseen_for_seconds: float, keep: int | None) -> int:
         before = await self._ago(unseen_for_seconds)
-        return await self._changed("DELETE FROM workers WHERE last_seen < ?", before)
+        gone = await self._changed("DELETE FROM workers WHERE last_seen < ?", before)
+        if keep is not None:  # the most recently seen are kept: a flood of ids ages out
+            gone += await self._changed(
+                "DELETE FROM workers WHERE worker_id NOT IN (SELECT worker_id FROM workers"
+                " ORDER BY last_seen DESC, worker_id LIMIT ?)",
+                keep,
+            )
+        return gone
 
     # -- rows -------------------------------------------------------------------------------
 

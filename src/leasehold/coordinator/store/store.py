@@ -47,8 +47,12 @@ class DriverStore:
     async def close(self) -> None:
         await self.driver.close()
 
-    def subscribe(self, on_available: Callable[[], None]) -> None:
-        self.driver.subscribe(on_available)
+    def subscribe(
+        self,
+        on_available: Callable[[], None],
+        on_finished: Callable[[Sequence[int] | None], None] | None = None,
+    ) -> None:
+        self.driver.subscribe(on_available, on_finished)
 
     async def now(self) -> datetime:
         return await self.driver.now()
@@ -176,10 +180,14 @@ class DriverStore:
     async def worker_beat(self, beat: WorkerBeat) -> WorkerSeen:
         return await self.driver.write(lambda tx: tx.worker_beat(beat), single=True)
 
-    async def workers_list(self, seen_within_seconds: float) -> list[WorkerSeen]:
-        return await self.driver.write(lambda tx: tx.workers_list(seen_within_seconds), single=True)
-
-    async def workers_forget(self, unseen_for_seconds: float) -> int:
+    async def workers_list(
+        self, seen_within_seconds: float, limit: int | None = None, offset: int = 0
+    ) -> list[WorkerSeen]:
         return await self.driver.write(
-            lambda tx: tx.workers_forget(unseen_for_seconds), single=True
+            lambda tx: tx.workers_list(seen_within_seconds, limit, offset), single=True
+        )
+
+    async def workers_forget(self, unseen_for_seconds: float, keep: int | None = None) -> int:
+        return await self.driver.write(
+            lambda tx: tx.workers_forget(unseen_for_seconds, keep), single=True
         )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from leasehold.coordinator.api.auth import ADMIN, READERS, WORKER
 from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.encode import reply_json
-from leasehold.coordinator.api.routes.shared import parse_job_id, reply, service_of
+from leasehold.coordinator.api.routes.shared import cursor_of, parse_job_id, reply, service_of
 from leasehold.coordinator.api.schemas.fields import ErrorOut
 from leasehold.coordinator.api.schemas.jobs import JobOut
 from leasehold.coordinator.api.schemas.operations import (
@@ -26,6 +26,7 @@ from leasehold.coordinator.service.answer import job_json
 from leasehold.coordinator.service.operations import BulkDelete, Operations, WorkerView
 from leasehold.coordinator.store.contract import WorkerBeat
 from leasehold.errors import InvalidRequest
+from leasehold.model import MAX_PAGE_LIMIT
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -128,7 +129,31 @@ async def heartbeat(body: HeartbeatRequest, request: Request) -> Response:
 
 
 @router.get("/workers", response_model=WorkerList, responses=errors(), dependencies=_READERS)
-async def list_workers(request: Request) -> Response:
-    """Live workers (seen in the last 15 s) and those gone within the last hour."""
-    views = await operations_of(request).workers()
-    return reply(WorkerList(workers=[WorkerOut.of(v) for v in views]))
+async def list_workers(
+    request: Request,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = MAX_PAGE_LIMIT,
+) -> Response:
+    """Live workers (seen in the last 15 s) and those gone within the last hour, most
+    recently seen first, a page at a time: ``limit`` of them, ending early before the
+    answer passes its budget (``--max-answer-bytes``), with a ``next_cursor``. A worker
+    that beats between two pages moves to the front: it may be listed twice or not at all."""
+    offset = cursor_of(cursor) or 0
+    views = await operations_of(request).workers(limit + 1, offset)
+    budget: int = request.app.state.settings.max_answer_bytes
+    page: list[WorkerOut] = []
+    spent = 0
+    for view in views[:limit]:
+        out = WorkerOut.of(view)
+        spent += _size(out)
+        if page and spent > budget:
+            break
+        page.append(out)
+    more = len(views) > len(page)
+    return reply(WorkerList(workers=page, next_cursor=str(offset + len(page)) if more else None))
+
+
+def _size(worker: WorkerOut) -> int:
+    """About how many bytes a worker takes in the answer: its names, and the rest."""
+    names = [*(worker.kinds or ()), *(worker.queues or ())]
+    return 200 + len(worker.host) + len(worker.version) + sum(len(n) + 3 for n in names)

@@ -7,6 +7,8 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StrictInt
 
 from leasehold.coordinator.api.schemas.fields import (
+    MAX_KINDS_PER_LEASE,
+    MAX_QUEUES_PER_LEASE,
     Kind,
     QueueName,
     Rfc3339Time,
@@ -17,7 +19,6 @@ from leasehold.coordinator.api.schemas.fields import (
 from leasehold.coordinator.service.operations import QueueView, WorkerView
 from leasehold.model import JobStatus
 
-MAX_WORKER_KINDS = 1000
 _Text = Annotated[str, Field(min_length=1, max_length=200)]
 
 
@@ -75,10 +76,11 @@ class HeartbeatRequest(Strict):
     host: _Text
     pid: Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
     version: _Text
-    kinds: Annotated[list[Kind], Field(max_length=MAX_WORKER_KINDS)] | None = Field(
+    # As many as a lease may name: a worker cannot lease more kinds than that by name.
+    kinds: Annotated[list[Kind], Field(max_length=MAX_KINDS_PER_LEASE)] | None = Field(
         default=None, description="the kinds it serves (default: any)"
     )
-    queues: Annotated[list[QueueName], Field(max_length=MAX_WORKER_KINDS)] | None = Field(
+    queues: Annotated[list[QueueName], Field(max_length=MAX_QUEUES_PER_LEASE)] | None = Field(
         default=None, description="the queues it leases from (default: any)"
     )
     concurrency: Annotated[StrictInt, Field(ge=1, le=100_000)]
@@ -118,3 +120,6 @@ class WorkerOut(BaseModel):
 
 class WorkerList(BaseModel):
     workers: list[WorkerOut]
+    next_cursor: str | None = Field(
+        default=None, description="more workers follow: pass it as `cursor` for the next page"
+    )

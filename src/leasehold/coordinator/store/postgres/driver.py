@@ -19,7 +19,7 @@ import asyncpg
 import structlog
 
 from leasehold.coordinator.store.driver import Op, Write
-from leasehold.coordinator.store.postgres.tx import CHANNEL, PgTx
+from leasehold.coordinator.store.postgres.tx import CHANNEL, FINISHED_CHANNEL, PgTx
 from leasehold.coordinator.store.store import DriverStore
 from leasehold.errors import InvalidRequest, LeaseholdError, Unavailable
 
@@ -87,6 +87,7 @@ class PostgresDriver:
         self._max = max_connections
         self._pool: asyncpg.Pool | None = None
         self._subscribers: list[Callable[[], None]] = []
+        self._finish_subscribers: list[Callable[[Sequence[int] | None], None]] = []
         self._listener: asyncio.Task[None] | None = None
 
     async def open(self, migrate: Op[None]) -> None:
@@ -117,12 +118,23 @@ class PostgresDriver:
 
     # -- wake-ups across coordinators ----------------------------------------------------
 
-    def subscribe(self, on_available: Callable[[], None]) -> None:
+    def subscribe(
+        self,
+        on_available: Callable[[], None],
+        on_finished: Callable[[Sequence[int] | None], None] | None,
+    ) -> None:
         self._subscribers.append(on_available)
+        if on_finished is not None:
+            self._finish_subscribers.append(on_finished)
 
     def _wake(self, *_: object) -> None:
         for on_available in self._subscribers:
             on_available()
+
+    def _ended(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        ids = [int(i) for i in payload.split(",") if i.isdigit()]
+        for on_finished in self._finish_subscribers:
+            on_finished(ids)
 
     async def _listen(self, listening: asyncio.Future[None]) -> None:
         """Hold a LISTEN connection for as long as the store is open, reconnecting after a
@@ -143,9 +155,12 @@ class PostgresDriver:
             lost = asyncio.Event()
             conn.add_termination_listener(lambda _conn: lost.set())
             await conn.add_listener(CHANNEL, self._wake)
+            await conn.add_listener(FINISHED_CHANNEL, self._ended)
             if listening.done():
                 log.info("store.listen_restored")
-                self._wake()
+                self._wake()  # what was missed meanwhile: every waiter looks again
+                for on_finished in self._finish_subscribers:
+                    on_finished(None)
             else:
                 listening.set_result(None)
             await lost.wait()

@@ -46,6 +46,10 @@ from leasehold.model import AttemptOutcome, Job, JobStatus, Outcome, Schedule, S
 
 CHANNEL: Final = "leasehold_jobs"
 _NOTIFY: Final = f"NOTIFY {CHANNEL}"
+FINISHED_CHANNEL: Final = "leasehold_finished"
+"""Carries the ids of jobs that ended, comma-separated, for result waits elsewhere."""
+_PAYLOAD_BYTES: Final = 7_900  # a notification's payload holds under 8,000 bytes
+_NOTIFY_FINISHED: Final = f"SELECT pg_notify('{FINISHED_CHANNEL}', p) FROM unnest($1::text[]) AS p"
 _COLUMNS: Final = q.COLUMNS
 # A job list's columns without payload and result: JSON null where the column is NOT NULL
 # (payload), else NULL (result).
@@ -106,7 +110,9 @@ _WRITE: Final = (
     f"), counted AS ({_COUNTED.format(events=f'${_W + 5}')})"
     f", rolled AS ({_ROLLED.format(events=f'${_W + 5}')})"
     f", notified AS (SELECT pg_notify('{CHANNEL}', '') WHERE ${_W + 6})"
-    " SELECT (SELECT count(*) FROM written) AS written, (SELECT count(*) FROM notified)"
+    f", ended AS (SELECT pg_notify('{FINISHED_CHANNEL}', p) FROM unnest(${_W + 7}::text[]) AS p)"
+    " SELECT (SELECT count(*) FROM written) AS written, (SELECT count(*) FROM notified),"
+    " (SELECT count(*) FROM ended)"
 )
 _INSERT: Final = (
     f"INSERT INTO jobs ({INSERT_COLUMNS})"
@@ -167,10 +173,26 @@ class PgTx(PortableTx):
         self.conn = conn
         self.tally = Tally()
         self.woken = False
+        self._ended: list[int] = []
         self._now: datetime | None = None
 
     def wake(self) -> None:
         self.woken = True
+
+    def finished(self, job_ids: Sequence[int]) -> None:
+        self._ended += job_ids
+
+    def _ended_payloads(self) -> list[str]:
+        """The ended jobs' ids as notification payloads, taken (none are sent twice)."""
+        payloads: list[str] = []
+        text = ""
+        for job_id in self._ended:
+            if len(text) + 21 > _PAYLOAD_BYTES:
+                payloads.append(text)
+                text = ""
+            text = f"{text},{job_id}" if text else str(job_id)
+        self._ended = []
+        return [*payloads, text] if text else payloads
 
     async def _all(self, statement: str, *params: Any) -> list[Any]:
         rows: list[Any] = await self.conn.fetch(_numbered(statement), *params)
@@ -203,6 +225,8 @@ class PgTx(PortableTx):
         if self.woken:
             self.woken = False
             await self.conn.execute(_NOTIFY)
+        if self._ended:
+            await self.conn.execute(_NOTIFY_FINISHED, self._ended_payloads())
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -256,6 +280,7 @@ class PgTx(PortableTx):
             ],
             tally_json(self.tally.take()),
             notify,
+            self._ended_payloads(),
         )
         written: int = row["written"]
         return written

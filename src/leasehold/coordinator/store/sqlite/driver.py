@@ -141,7 +141,11 @@ class SqliteDriver:
             os.close(self._lock_fd)  # closing the descriptor releases the flock
             self._lock_fd = None
 
-    def subscribe(self, on_available: Callable[[], None]) -> None:
+    def subscribe(
+        self,
+        on_available: Callable[[], None],
+        on_finished: Callable[[Sequence[int] | None], None] | None,
+    ) -> None:
         """Nothing to do: this process is the only one writing to the file."""
 
     def _connect(self, migrate: Op[None]) -> sqlite3.Connection:

@@ -116,6 +116,9 @@ class SqliteTx(PortableTx):
     def wake(self) -> None:
         """Nothing to do: no other process writes to this database."""
 
+    def finished(self, job_ids: Sequence[int]) -> None:
+        """Nothing to do: no other process writes to this database."""
+
     async def now(self) -> datetime:
         return self._now
 
