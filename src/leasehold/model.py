@@ -176,9 +176,11 @@ class Event(StrEnum):
 
 
 # /stats and /metrics name this many kinds (and queues), the largest by job count; the rest
-# are added up under OTHER, so that thousands of names cannot make them huge.
+# are added up apart (/stats `folded`), so that thousands of names cannot make them huge.
 TOP_NAMES = 50
-OTHER = "other"
+# The label /metrics counts the rest under: empty, which no kind or queue can be (they are
+# 1-200 characters, not blank), and which PromQL reads as the label missing.
+OTHER = ""
 
 
 @dataclass(frozen=True, slots=True)

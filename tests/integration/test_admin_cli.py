@@ -349,6 +349,7 @@ def test_tokens_and_roles_against_a_guarded_coordinator(tmp_path: Path) -> None:
         assert error.startswith("leasehold: forbidden: ")
         token_file = tmp_path / "admin.token"
         token_file.write_text(f"{admin}\n")
+        token_file.chmod(0o600)  # readable by its owner alone, as the help asks
         from_file = cli(guarded.url, "requeue", "--all-dead", "--token-file", str(token_file))
         assert (from_file.exit_code, from_file.stdout) == (0, "requeued 0 dead jobs\n")
         assert from_file.stderr == ""

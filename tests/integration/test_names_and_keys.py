@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
+from urllib.parse import quote
 
 import pytest
 import structlog
@@ -54,6 +55,41 @@ async def test_visible_unicode_names_are_kept(api: Api) -> None:
     made = await api.post("/jobs", {"kind": "résumé-渲染", "queue": "façade"})
     assert made.status == 201, made
     assert (made.body["kind"], made.body["queue"]) == ("résumé-渲染", "façade")
+
+
+# What still passed before one rule held every name and key: NUL (stored by SQLite where
+# PostgreSQL answered 422), ESC, the C1 control U+009B (CSI on a terminal), a bidi override.
+ANY_BACKEND_ALIKE = ["a\x00b", "a\x1b[2Jb", "a\u009bb", "a\u202eb"]
+
+
+async def test_every_name_and_key_refuses_invisible_characters_alike(api: Api) -> None:
+    """Heartbeat host and version, idempotency keys (body and header), job header values,
+    lease request ids and the queue of a pause or resume: 422 on both backends, nothing
+    stored."""
+    started = "2030-01-01T00:00:00+00:00"
+    beat = {"worker_id": "w", "host": "h", "pid": 1, "version": "1", "concurrency": 1}
+    for bad in ANY_BACKEND_ALIKE:
+        for path, body in [
+            ("/workers/heartbeat", {**beat, "host": bad, "started_at": started}),
+            ("/workers/heartbeat", {**beat, "version": bad, "started_at": started}),
+            ("/jobs", {"kind": "k", "idempotency_key": bad}),
+            ("/jobs/batch", {"jobs": [{"kind": "k"}, {"kind": "k", "idempotency_key": bad}]}),
+            ("/jobs", {"kind": "k", "headers": {"traceparent": bad}}),
+            ("/lease", {"worker_id": "w", "request_id": bad}),
+        ]:
+            got = await api.post(path, body)
+            assert got.status == 422, (bad, path, got)
+        for action in ("pause", "resume"):
+            got = await api.post(f"/queues/{quote(bad, safe='')}/{action}")
+            assert got.status == 422, (bad, action, got)
+            assert "control, format or line-separator" in got.body["message"]
+    # A header carries Latin-1 only: U+009B is the one of them an HTTP client can send.
+    got = await api.post("/jobs", {"kind": "k"}, headers={"Idempotency-Key": "a\u009bb"})
+    assert got.status == 422, got
+    assert (await api.post("/jobs/requeue", {"error_contains": "a\x00b"})).status == 422
+    assert (await api.get("/jobs")).body["jobs"] == []
+    assert (await api.get("/workers")).body["workers"] == []
+    assert (await api.get("/queues")).body["queues"] == []
 
 
 async def test_producers_cannot_use_the_scheduler_keys(api: Api) -> None:

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 import typer
+from rich.console import Console
 
 from leasehold import errors
-from leasehold.cli.admin import connect, parse, watch
+from leasehold.cli.admin import connect, parse, render, watch
 from leasehold.cli.admin.wire import job_json
 from leasehold.model import Job, JobStatus
 
@@ -191,3 +192,22 @@ def test_a_watch_in_json_reports_an_outage_on_stderr(capsys: pytest.CaptureFixtu
     lines = [json.loads(line) for line in captured.out.splitlines()]
     assert [line["by_status"]["queued"] for line in lines] == [1, 2]
     assert captured.err == "leasehold: coordinator unavailable: restarting\n"
+
+
+def test_stats_show_what_the_coordinator_added_up_apart_from_any_kind() -> None:
+    """A kind named ``other`` is a row like any; the rest is its own, styled row."""
+    stats = {
+        **stats_answer(14),
+        "by_kind": {"other": {"queued": 3}},
+        "by_queue": {"default": {"queued": 14}},
+        "folded": {
+            "by_kind": {"names": 11, "counts": {"queued": 11}},
+            "by_queue": None,
+            "totals_by_kind": {"names": 11, "counts": {"enqueued": 11}},
+        },
+    }
+    console = Console(file=io.StringIO(), width=120)
+    console.print(render.stats_view(stats, console.width))
+    rows = [line.split() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert ["other", "3", "0", "0", "0"] in rows
+    assert ["(11", "more,", "added", "up)", "11", "0", "0", "0"] in rows

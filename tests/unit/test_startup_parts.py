@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,13 @@ import pytest
 import structlog
 
 from leasehold.cli.logs import configure_logging
-from leasehold.coordinator.startup import describe_database
+from leasehold.coordinator import startup
+from leasehold.coordinator.startup import (
+    EXIT_REFUSED,
+    StartupError,
+    check_database_url,
+    describe_database,
+)
 
 
 def test_a_relative_sqlite_path_is_described_absolute(
@@ -22,6 +29,63 @@ def test_a_relative_sqlite_path_is_described_absolute(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert describe_database("sqlite:///jobs.db") == f"sqlite:///{tmp_path.resolve() / 'jobs.db'}"
+
+
+# SQLite URI filenames that keep no file: in memory (shared or not), or temporary.
+EPHEMERAL_URIS = [
+    "sqlite:///file::memory:?cache=shared",
+    "sqlite:///file:x?mode=memory",
+    "sqlite:///file:jobs.db?cache=shared&mode=memory",
+    "sqlite:///file:/var/jobs.db?vfs=memdb",
+    "sqlite:///file://localhost/var/jobs.db?mode=memory",
+    "sqlite:///file:%3Amemory%3A",
+    "sqlite:///file:?cache=shared",
+]
+
+
+@pytest.fixture
+def uri_filenames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite built to read file: names as URIs (most builds are): the case to refuse."""
+    monkeypatch.setattr(startup, "_uri_filenames", lambda: True, raising=False)
+
+
+@pytest.mark.parametrize("url", EPHEMERAL_URIS)
+def test_a_database_in_memory_spelt_as_a_uri_is_refused(url: str, uri_filenames: None) -> None:
+    """They were taken for files (and named so at start-up): every job lost at the stop."""
+    with pytest.raises(StartupError, match="in memory") as refused:
+        check_database_url(url, allow_ephemeral=False)
+    assert refused.value.exit_code == EXIT_REFUSED
+    check_database_url(url, allow_ephemeral=True)  # when that is meant
+    assert describe_database(url) == url  # no path to name
+
+
+def test_a_file_spelt_as_a_uri_is_described_as_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri_filenames: None
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    expected = f"sqlite:///{tmp_path.resolve() / 'jobs.db'}"
+    for url in (
+        "sqlite:///file:jobs.db?cache=shared",
+        "sqlite:///file:jobs%2Edb?mode=rwc#fragment",
+        f"sqlite:///file://{tmp_path.resolve() / 'jobs.db'}",
+        "sqlite:///file:jobs.db?MODE=memory",  # SQLite reads the parameter's name as written
+    ):
+        check_database_url(url, allow_ephemeral=False)
+        assert describe_database(url) == expected, url
+    with pytest.raises(StartupError, match="does not exist"):
+        check_database_url("sqlite:///file:missing/jobs.db?cache=shared", allow_ephemeral=False)
+
+
+def test_without_uri_filenames_a_file_name_is_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(startup, "_uri_filenames", lambda: False)
+    check_database_url("sqlite:///file:x?mode=memory", allow_ephemeral=False)
+    assert describe_database("sqlite:///file:x?mode=memory").endswith("/file:x?mode=memory")
+
+
+def test_this_sqlite_is_asked_how_it_reads_file_names() -> None:
+    with sqlite3.connect(":memory:") as conn:
+        built = ("USE_URI",) in conn.execute("PRAGMA compile_options").fetchall()
+    assert startup._uri_filenames() is built
 
 
 def test_a_postgres_url_is_described_without_its_password() -> None:

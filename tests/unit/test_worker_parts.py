@@ -264,6 +264,34 @@ async def test_a_renewal_refused_as_a_whole_loses_every_lease_in_it() -> None:
         task.cancel()
 
 
+async def test_an_ok_renewal_whose_job_is_not_a_job_loses_that_lease_and_renews_on() -> None:
+    """The item's job is parsed when the renewer reads it: a malformed one ended the
+    renewer's task (no lease of the worker was renewed again); it loses that lease only."""
+    fake = FakeClient(
+        renew_answer=lambda items: [
+            ItemResult(i.job_id, ItemOutcome.OK, data={"id": i.job_id})
+            if i.job_id == 1
+            else ok(i.job_id)
+            for i in items
+        ]
+    )
+    renewer = Renewer(as_client(fake))
+    lost, kept = keeper(1, 0.3), keeper(2, 0.3)
+    for k in (lost, kept):
+        renewer.add(k)
+    task = asyncio.create_task(renewer.run())
+    try:
+        await wait_for(lost.lost)
+        assert lost.reason == "error" and kept.held()
+        async with asyncio.timeout(5):  # the renewer runs on: the kept lease is renewed again
+            while len(fake.of("renew")) < 2:
+                assert not task.done()
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+        renewer.remove(kept)
+
+
 async def test_a_renewal_never_answered_loses_the_lease_at_its_deadline() -> None:
     async def hang(items: Sequence[RenewItem]) -> list[ItemResult]:
         await asyncio.Event().wait()

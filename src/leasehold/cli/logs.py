@@ -13,6 +13,8 @@ import orjson
 import structlog
 import typer
 
+from leasehold.cli.terminal import safe
+
 LogFormat = Literal["auto", "json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 LOG_FORMATS: tuple[str, ...] = get_args(LogFormat)
@@ -87,19 +89,33 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
         renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
         factory = structlog.PrintLoggerFactory(file=sys.stderr)
         exceptions = structlog.processors.format_exc_info
+    processors: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        exceptions,
+    ]
+    if not use_json:  # JSON escapes what a terminal acts on; the console form does not
+        processors.append(terminal_safe)
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            exceptions,
-            renderer,
-        ],
+        processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=factory,
         cache_logger_on_first_use=True,
     )
     _route_standard_logging(numeric, exceptions, factory if use_json else None)
+
+
+def terminal_safe(
+    logger: object, method: str, event_dict: structlog.typing.EventDict
+) -> structlog.typing.EventDict:
+    """Text fields as ``terminal.safe`` shows them: a console log line may quote what a
+    coordinator or a job sent (an error message, a kind), which must not reach a terminal
+    as escape sequences. A traceback keeps its line breaks."""
+    for key, value in event_dict.items():
+        if isinstance(value, str):
+            event_dict[key] = safe(value, lines=key == "exception")
+    return event_dict
 
 
 class _Batched(logging.Handler):
@@ -147,6 +163,7 @@ def _route_standard_logging(
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 exceptions,
+                *([] if batcher is not None else [terminal_safe]),
                 renderer,
             ],
         )
@@ -165,6 +182,7 @@ def configure_quiet_logging() -> None:
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
+            terminal_safe,
             structlog.dev.ConsoleRenderer(colors=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),

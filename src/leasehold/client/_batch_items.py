@@ -8,6 +8,7 @@ answer exactly as they treat the single calls.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from leasehold.batch_items import CompleteItem, FailItem, ItemOutcome, ItemVerdict, RenewItem
@@ -94,13 +95,20 @@ _FALLBACK: dict[ItemOutcome, type[LeaseholdError]] = {
 }
 
 
-def parse_results(data: Any, sent: int) -> list[ItemResult]:
+def parse_results(data: Any, sent: Sequence[int]) -> list[ItemResult]:
+    """A batch report's answer: one result per item sent, in order, each for the job its
+    item named (``sent``: their ids). Anything else is not what was asked for."""
     try:
         results = [_parse_result(r) for r in data["results"]]
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise LeaseholdError(f"the coordinator's answer is not a batch result: {exc!r}") from exc
-    if len(results) != sent:
-        raise LeaseholdError(f"the coordinator answered {len(results)} items of {sent}")
+    if len(results) != len(sent):
+        raise LeaseholdError(f"the coordinator answered {len(results)} items of {len(sent)}")
+    for result, job_id in zip(results, sent, strict=True):
+        if result.job_id != job_id:
+            raise LeaseholdError(
+                f"the coordinator answered for job {result.job_id} where job {job_id} was sent"
+            )
     return results
 
 

@@ -27,15 +27,20 @@ from leasehold.client._parse import (
     DEFAULT_URL,
     JobPage,
     Lease,
+    count,
     drop_none,
     encode,
+    field,
+    listed,
     parse_attempt,
     parse_job,
+    parse_lease,
+    parse_leases,
 )
 from leasehold.client._result import result_of, wait_finished
 from leasehold.client._retry import RetryPolicy, call_with_retry
 from leasehold.client._transport import Transport
-from leasehold.errors import InvalidRequest
+from leasehold.errors import InvalidRequest, LeaseholdError
 from leasehold.model import JSON, Attempt, Job, JobStatus
 
 
@@ -44,6 +49,10 @@ class Client:
 
     ``token`` is sent as ``Authorization: Bearer <token>``. ``retry`` says how calls that
     got no answer (``Unavailable``) are tried again; 4xx answers are never retried.
+    ``max_read_bytes`` bounds what one answer may make the client read (64 MiB by
+    default, ``MAX_READ_BYTES``): a longer one is ``Unavailable``, as is a 2xx answer that
+    is not JSON. An answer that is JSON but not what the call asked for (more leases than
+    ``max_jobs``, a job twice, a batch answered for other jobs) is a ``LeaseholdError``.
     """
 
     def __init__(
@@ -55,8 +64,9 @@ class Client:
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         max_connections: int = 100,
         rng: random.Random | None = None,
+        max_read_bytes: int | None = None,
     ) -> None:
-        self._transport = Transport(url, token, timeout_seconds, max_connections)
+        self._transport = Transport(url, token, timeout_seconds, max_connections, max_read_bytes)
         self.retry = retry or RetryPolicy()
         self._rng = rng or random.Random()
 
@@ -164,7 +174,7 @@ class Client:
         kinds = {j.kind for j in jobs}
         with tracing.producing(kinds.pop() if len(kinds) == 1 else "batch", len(jobs)) as span:
             data = await self._call("POST", "/jobs/batch", {"jobs": [j.body() for j in jobs]})
-            enqueued = [parse_job(item["job"]) for item in data["jobs"]]
+            enqueued = [parse_job(field(item, "job")) for item in listed(data, "jobs")]
             tracing.sent(span, [j.id for j in enqueued])
         return enqueued
 
@@ -240,9 +250,8 @@ class Client:
             del body["request_id"]
             data = await self._call("POST", "/lease", body, timeout_seconds=timeout)
         if max_jobs is not None:
-            leases = [] if data is None else data["leases"]
-            return [Lease(parse_job(item["job"]), int(item["token"])) for item in leases]
-        return None if data is None else Lease(parse_job(data["job"]), int(data["token"]))
+            return [] if data is None else parse_leases(data, max_jobs)
+        return None if data is None else parse_lease(data)
 
     async def renew(self, job_id: int, token: int, *, lease_seconds: float | None = None) -> Job:
         """Extend the lease from now (by the length it was granted for, by default)."""
@@ -293,7 +302,8 @@ class Client:
         return await self._batch("/batch/fail", [i.wire() for i in _check_size(items)])
 
     async def _batch(self, path: str, items: list[dict[str, Any]]) -> list[ItemResult]:
-        return parse_results(await self._call("POST", path, {"items": items}), len(items))
+        answer = await self._call("POST", path, {"items": items})
+        return parse_results(answer, [item["id"] for item in items])
 
     # -- reading and operating ----------------------------------------------------------
 
@@ -324,10 +334,12 @@ class Client:
         params = {"limit": "1000"}
         while True:
             data = await self._call("GET", f"/jobs/{job_id}/attempts", params=params)
-            attempts += [parse_attempt(job_id, a) for a in data["attempts"]]
+            attempts += [parse_attempt(job_id, a) for a in listed(data, "attempts")]
             cursor = data.get("next_cursor")  # absent from coordinators before pages
             if not cursor:
                 return attempts
+            if str(cursor) == params.get("cursor"):  # a page that would never end
+                raise LeaseholdError("the coordinator answered the same attempts page again")
             params = {"limit": "1000", "cursor": str(cursor)}
 
     async def cancel(self, job_id: int) -> Job:
@@ -345,7 +357,7 @@ class Client:
         """Requeue dead jobs matching the filter; how many were requeued."""
         body = drop_none(kind=kind, error_contains=error_contains, limit=limit)
         data = await self._call("POST", "/jobs/requeue", body)
-        return int(data["requeued"])
+        return count(data, "requeued")
 
     async def delete(self, job_id: int) -> None:
         """Delete a job and its history; a running job is refused (cancel it first)."""
@@ -369,7 +381,7 @@ class Client:
             limit=limit,
         )
         data = await self._call("POST", "/jobs/delete", body)
-        return int(data["deleted"])
+        return count(data, "deleted")
 
     async def run_now(self, job_id: int) -> Job:
         """Make a queued job that waits for its run_after due at once."""
@@ -378,7 +390,7 @@ class Client:
     async def queues(self) -> builtins.list[dict[str, Any]]:
         """Each queue's counts, oldest waiting job, throughput and pause (parsed JSON)."""
         data = await self._call("GET", "/queues")
-        queues: builtins.list[dict[str, Any]] = data["queues"]
+        queues: builtins.list[dict[str, Any]] = listed(data, "queues")
         return queues
 
     async def pause(self, queue: str) -> None:
@@ -396,7 +408,7 @@ class Client:
     async def workers(self) -> builtins.list[dict[str, Any]]:
         """Live workers and those gone within the last hour (parsed JSON)."""
         data = await self._call("GET", "/workers")
-        workers: builtins.list[dict[str, Any]] = data["workers"]
+        workers: builtins.list[dict[str, Any]] = listed(data, "workers")
         return workers
 
     async def stats(self) -> dict[str, Any]:
@@ -415,7 +427,8 @@ class Client:
         """One page of jobs, oldest first, optionally of one status and kind."""
         params = drop_none(status=status and str(status), kind=kind, cursor=cursor)
         data = await self._call("GET", "/jobs", params={**params, "limit": str(limit)})
-        return JobPage([parse_job(j) for j in data["jobs"]], data["next_cursor"])
+        jobs = [parse_job(j) for j in listed(data, "jobs")]
+        return JobPage(jobs, field(data, "next_cursor"))
 
     # -- schedules and limits (answers as parsed JSON, see DESIGN.md §9) -----------------
 
@@ -451,7 +464,7 @@ class Client:
 
     async def schedules(self) -> builtins.list[dict[str, Any]]:
         data = await self._call("GET", "/schedules")
-        schedules: builtins.list[dict[str, Any]] = data["schedules"]
+        schedules: builtins.list[dict[str, Any]] = listed(data, "schedules")
         return schedules
 
     async def get_schedule(self, name: str) -> dict[str, Any]:
@@ -472,7 +485,7 @@ class Client:
 
     async def limits(self) -> builtins.list[dict[str, Any]]:
         data = await self._call("GET", "/limits")
-        limits: builtins.list[dict[str, Any]] = data["limits"]
+        limits: builtins.list[dict[str, Any]] = listed(data, "limits")
         return limits
 
 

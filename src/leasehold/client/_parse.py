@@ -116,7 +116,7 @@ def encode(body: Mapping[str, Any]) -> bytes:
     # silently turned into null.
     try:
         return json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # a result nested ~1000 deep
         raise InvalidRequest(f"the request is not JSON: {exc}") from exc
 
 
@@ -180,6 +180,40 @@ def parse_job(data: Any) -> Job:
         raise LeaseholdError(f"the coordinator's answer is not a job: {exc!r}") from exc
 
 
+def parse_leases(data: Any, max_jobs: int) -> list[Lease]:
+    """The leases of a ``max_jobs`` lease answer (``{"leases": [...]}``), refused whole
+    (``LeaseholdError``) if it is not what was asked for: more than ``max_jobs`` leases, a
+    job twice, a lease that is not one. A worker would start every job it is handed."""
+    try:
+        items = data["leases"]
+        if not isinstance(items, list):
+            raise TypeError("leases is not a list")
+    except (KeyError, TypeError) as exc:
+        raise LeaseholdError(f"the coordinator's answer is not a lease answer: {exc!r}") from exc
+    if len(items) > max_jobs:
+        raise LeaseholdError(
+            f"the coordinator answered {len(items)} leases to a request for at most {max_jobs}"
+        )
+    leases = [parse_lease(item) for item in items]
+    if len({lease.job.id for lease in leases}) != len(leases):
+        raise LeaseholdError("the coordinator answered the same job twice in one lease answer")
+    return leases
+
+
+def parse_lease(data: Any) -> Lease:
+    """One lease (``{"job", "token", ...}``): a job leased under an issued token, with its
+    lease's start and end, or ``LeaseholdError``."""
+    try:
+        job, token = parse_job(data["job"]), data["token"]
+    except (KeyError, TypeError) as exc:
+        raise LeaseholdError(f"the coordinator's answer is not a lease: {exc!r}") from exc
+    if type(token) is not int or token <= 0:  # a JSON integer; bool is an int to Python
+        raise LeaseholdError(f"the coordinator's lease of job {job.id} has no valid token")
+    if job.leased_at is None or job.lease_expires_at is None:
+        raise LeaseholdError(f"the coordinator's lease of job {job.id} has no lease times")
+    return Lease(job, token)
+
+
 def parse_attempt(job_id: int, data: Any) -> Attempt:
     try:
         return Attempt(
@@ -193,6 +227,30 @@ def parse_attempt(job_id: int, data: Any) -> Attempt:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise LeaseholdError(f"the coordinator's answer is not an attempt: {exc!r}") from exc
+
+
+def field(data: Any, key: str) -> Any:
+    """``data[key]`` of an answer; ``LeaseholdError`` if the answer has no such field."""
+    try:
+        return data[key]
+    except (KeyError, TypeError, IndexError) as exc:
+        raise LeaseholdError(f"the coordinator's answer has no {key!r}") from exc
+
+
+def listed(data: Any, key: str) -> list[Any]:
+    """``data[key]``, which must be a list of objects (a page of jobs, of workers, ...)."""
+    value = field(data, key)
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise LeaseholdError(f"the coordinator's answer's {key!r} is not a list of objects")
+    return value
+
+
+def count(data: Any, key: str) -> int:
+    """``data[key]``, which must be a JSON integer (how many were deleted, requeued)."""
+    value = field(data, key)
+    if type(value) is not int:
+        raise LeaseholdError(f"the coordinator's answer's {key!r} is not a number")
+    return value
 
 
 def drop_none(**fields: Any) -> dict[str, Any]:

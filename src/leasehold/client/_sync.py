@@ -46,13 +46,20 @@ class SyncClient:
         token: str | None = None,
         retry: RetryPolicy | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        max_read_bytes: int | None = None,
     ) -> None:
-        self._options = (url, token, retry, timeout_seconds)
+        self._options = (url, token, retry, timeout_seconds, max_read_bytes)
         self._start()
 
     def _start(self) -> None:
-        url, token, retry, timeout_seconds = self._options
-        self._client = Client(url, token=token, retry=retry, timeout_seconds=timeout_seconds)
+        url, token, retry, timeout_seconds, max_read_bytes = self._options
+        self._client = Client(
+            url,
+            token=token,
+            retry=retry,
+            timeout_seconds=timeout_seconds,
+            max_read_bytes=max_read_bytes,
+        )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="leasehold-client", daemon=True

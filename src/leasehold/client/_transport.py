@@ -1,11 +1,19 @@
-"""One HTTP exchange with the coordinator, on a pooled aiohttp session."""
+"""One HTTP exchange with the coordinator, on a pooled aiohttp session.
+
+What comes back is read within bounds: at most ``max_read_bytes`` of an answer (a
+declared Content-Length over it is refused unread, anything else is counted as it arrives
+and cut off there), a 2xx answer must be JSON (orjson refuses nesting beyond 1024 levels),
+and an error's body is read only as far as its message. An answer refused for either is
+``Unavailable``: like a lost answer, the request may or may not have been applied
+(PROTOCOL.md §8 says which calls are safe to repeat), and the connection is dropped.
+"""
 
 from __future__ import annotations
 
 import io
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 import orjson
@@ -14,14 +22,33 @@ from leasehold._version import __version__
 from leasehold.client._parse import error_from_answer
 from leasehold.errors import Unavailable
 
+MAX_READ_BYTES: Final = 64 * 1024 * 1024
+"""The most of one answer a client reads, by default (``Client(max_read_bytes=...)``):
+eight times the coordinator's default budget for the jobs in one answer (a page, a batch
+lease), and room for a batch report's jobs or a long attempt history; far below what would
+strain a client's memory."""
+
+MAX_ERROR_BYTES: Final = 64 * 1024
+"""An error answer is read this far: its code and message are at the start (a coordinator's
+body is a short JSON object), and a proxy's page says no more past it."""
+
+_CHUNK: Final = 256 * 1024
+
 
 class Transport:
     """The session, base URL and headers, shared by a client and its ``with_retry`` views."""
 
     def __init__(
-        self, url: str, token: str | None, timeout_seconds: float, max_connections: int
+        self,
+        url: str,
+        token: str | None,
+        timeout_seconds: float,
+        max_connections: int,
+        max_read_bytes: int | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        # Looked up here rather than as a default argument, so the bound is the module's.
+        self.max_read_bytes = max_read_bytes or MAX_READ_BYTES
         self.headers = {"Accept": "application/json", "User-Agent": f"leasehold/{__version__}"}
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
@@ -74,10 +101,49 @@ class Transport:
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout_seconds),
             ) as answer:
-                raw = await answer.read()
                 status = answer.status
-        except (aiohttp.ClientError, TimeoutError) as exc:
+                limit = MAX_ERROR_BYTES if status >= 400 else self.max_read_bytes
+                raw = await _read_at_most(answer, limit)
+                if raw is None and status < 400:
+                    answer.close()  # the rest is never read: the connection cannot be reused
+                    raise Unavailable(
+                        f"{method} {path}: the answer is over the {self.max_read_bytes}"
+                        " bytes this client reads"
+                    )
+                content_type = answer.content_type
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            # ValueError: a Content-Length aiohttp cannot read.
             raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         if status >= 400:
-            raise error_from_answer(status, raw)
-        return orjson.loads(raw) if raw else None
+            raise error_from_answer(status, raw or b"")
+        if not raw:
+            return None
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            # A proxy's page, a truncated body, JSON nested beyond orjson's 1024 levels.
+            raise Unavailable(
+                f"{method} {path}: the answer ({status}, {content_type}) is not JSON: {exc}"
+            ) from exc
+
+
+async def _read_at_most(answer: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """The body, or None if it is longer than ``limit`` bytes; no more than that is read
+    (for an error, its first ``limit`` bytes are enough, and the rest is left unread)."""
+    declared = answer.content_length
+    if declared is not None and declared <= limit:
+        return await answer.read()  # the coordinator's way: aiohttp reads no more than that
+    if declared is not None and answer.status < 400:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = await answer.content.read(min(_CHUNK, limit + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+    if answer.status >= 400:
+        answer.close()
+        return b"".join(chunks)[:limit]
+    return None

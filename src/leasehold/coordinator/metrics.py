@@ -4,6 +4,14 @@ Event counters and the wait/run histograms count what this process did since it 
 (Prometheus' usual semantics: sum them over instances, and rate() copes with restarts).
 The gauges of jobs by status are read from the database at each scrape, so every
 coordinator reports the same, database-wide, figures.
+
+Labels: at most ``TOP_NAMES`` kinds (and queues) have series of their own, the rest count
+under ``OTHER`` (an empty label, which no kind or queue can take). Which ones is chosen again
+at each scrape from the figures (``render``): the largest by job count in the database, so a
+restart, or a burst of new names, does not take the series from the kinds that carry the
+work. Until the first scrape, and while fewer are chosen, a new name takes a free place. A
+name that leaves the top loses its series (its counter starts again from 0 if it returns,
+which rate() reads as a reset): every family keeps at most ``TOP_NAMES`` + 1 series per label.
 """
 
 from __future__ import annotations
@@ -41,8 +49,7 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._children: dict[tuple[int | str, ...], Any] = {}
-        # The kinds and queues that have series of their own: the first TOP_NAMES seen by
-        # this process; later ones count under OTHER (a series is never freed).
+        # The kinds and queues that have series of their own (see the module docstring).
         self._named: dict[str, set[str]] = {"kind": set(), "queue": set()}
 
         def counter(name: str, doc: str) -> Counter:
@@ -95,6 +102,14 @@ class Metrics:
             registry=self.registry,
         )
 
+        # Each labelled family, by id (the children's key), with its label names.
+        families: list[tuple[Counter | Histogram, tuple[str, ...]]] = [
+            *((counter, ("kind",)) for counter in self.events.values()),
+            (self.wait, ("kind", "queue")),
+            (self.run, ("kind",)),
+        ]
+        self._families = {id(family): (family, names) for family, names in families}
+
     def _label(self, what: str, name: str) -> str:
         named = self._named[what]
         if name in named:
@@ -136,21 +151,44 @@ class Metrics:
                 ran = (job.finished_at - job.leased_at).total_seconds()
                 self._child(self.run, kind).observe(max(0.0, ran))
 
+    def choose(self, kinds: Iterable[str], queues: Iterable[str]) -> None:
+        """Give series of their own to these kinds and queues (the largest, from the
+        figures) and to no others: the series of names no longer chosen are removed."""
+        dropped = {"kind": set[str](), "queue": set[str]()}
+        for what, names in (("kind", kinds), ("queue", queues)):
+            chosen = set(names)  # the figures' names: TOP_NAMES at most, as they are folded
+            dropped[what] = self._named[what] - chosen
+            self._named[what] = chosen
+        if not (dropped["kind"] or dropped["queue"]):
+            return
+        for key in list(self._children):
+            family, labelnames = self._families[int(key[0])]
+            labels = dict(zip(labelnames, key[1:], strict=True))
+            if labels.get("kind") in dropped["kind"] or labels.get("queue") in dropped["queue"]:
+                family.remove(*key[1:])
+                del self._children[key]
+
     def render(
         self,
         by_status: dict[str, int],
         by_kind: dict[str, dict[str, int]],
         by_queue: dict[str, dict[str, int]],
     ) -> bytes:
+        """The metrics in Prometheus' text format, from the figures (``rules/stats.py``:
+        the largest kinds and queues by name, the rest left out), which also choose the
+        names the counters and histograms label from now on."""
+        self.choose(by_kind, by_queue)
         for status, n in by_status.items():
             self.jobs.labels(status).set(n)
-        # The figures come folded (coordinator/rules/stats.py); names that left the top go away here.
+        # Names that left the top go away here; the rest is what the named rows leave out.
         self.jobs_by_kind.clear()
         self.jobs_by_queue.clear()
-        for kind, counts in by_kind.items():
-            for status, n in counts.items():
-                self.jobs_by_kind.labels(kind, status).set(n)
-        for queue, counts in by_queue.items():
-            for status, n in counts.items():
-                self.jobs_by_queue.labels(queue, status).set(n)
+        for gauge, table in ((self.jobs_by_kind, by_kind), (self.jobs_by_queue, by_queue)):
+            for name, counts in table.items():
+                for status, n in counts.items():
+                    gauge.labels(name, status).set(n)
+            rest = {s: n - sum(c.get(s, 0) for c in table.values()) for s, n in by_status.items()}
+            if any(rest.values()):
+                for status, n in rest.items():
+                    gauge.labels(OTHER, status).set(n)
         return generate_latest(self.registry)

@@ -7,13 +7,15 @@ supervisor can act on; tracebacks are for bugs. The exit codes (README lists the
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import sqlite3
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NoReturn
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import structlog
 
@@ -34,7 +36,10 @@ EXIT_CODES_HELP: Final = (
     " opened or reached within --database-wait-seconds."
 )
 
+# Names SQLite keeps no file under: a database in memory, and a temporary one (deleted when
+# it is closed).
 _EPHEMERAL = ("", ":memory:")
+_URI_PREFIX = "file:"
 
 
 class StartupError(Exception):
@@ -50,13 +55,49 @@ def exit_with(error: StartupError) -> NoReturn:
     raise SystemExit(error.exit_code)
 
 
+@functools.cache
+def _uri_filenames() -> bool:
+    """Whether this SQLite reads a name starting with ``file:`` as a URI. The driver passes
+    the name as it is, so that depends on how SQLite was built (``SQLITE_USE_URI``, as most
+    builds are); without it, ``file:x`` is a file of that name."""
+    with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+        return ("USE_URI",) in conn.execute("PRAGMA compile_options").fetchall()
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file a ``sqlite:///`` URL keeps its jobs in, as SQLite will read the name; None
+    for a database that keeps none: in memory (``:memory:``, and the URI forms
+    ``file::memory:``, ``file:x?mode=memory``, ``file:x?vfs=memdb``) or temporary (an
+    empty name, deleted when it is closed)."""
+    path = sqlite_path(url)
+    if path in _EPHEMERAL:
+        return None
+    if not path.startswith(_URI_PREFIX) or not _uri_filenames():
+        return path
+    # SQLite's URI rules (sqlite.org/uri.html): file:[//authority]path[?query][#fragment],
+    # %HH escapes decoded; the parameters' names and values are compared as written.
+    rest = path.removeprefix(_URI_PREFIX).partition("#")[0]
+    location, _, query = rest.partition("?")
+    if location.startswith("//"):  # an authority: empty or localhost, else SQLite refuses
+        location = "/" + location[2:].partition("/")[2]
+    options = {}
+    for pair in query.split("&"):  # no "+" for a space here, unlike a web form's query
+        key, _, value = pair.partition("=")
+        options[unquote(key)] = unquote(value)  # as SQLite reads them: the last one counts
+    name = unquote(location)
+    if name in _EPHEMERAL or options.get("mode") == "memory" or options.get("vfs") == "memdb":
+        return None
+    return name
+
+
 def describe_database(url: str) -> str:
-    """The database as the start-up line names it: an absolute SQLite path, or PostgreSQL's
-    user, host, port and database (never the password)."""
+    """The database as the start-up line names it: an absolute SQLite path (the file
+    SQLite will open, also for a ``file:`` URI), or PostgreSQL's user, host, port and
+    database (never the password)."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        path = sqlite_path(url)
-        return f"sqlite:///{Path(path).resolve()}" if path not in _EPHEMERAL else url
+        file = sqlite_file(url)
+        return f"sqlite:///{Path(file).resolve()}" if file is not None else url
     host = parsed.hostname or "localhost"
     netloc = f"{parsed.username}@{host}" if parsed.username else host
     if parsed.port is not None:
@@ -77,17 +118,17 @@ def check_database_url(url: str, *, allow_ephemeral: bool) -> None:
         return
     if not url.startswith("sqlite:///"):
         raise StartupError(f"a SQLite URL is sqlite:///PATH, not {url!r}", EXIT_REFUSED)
-    path = sqlite_path(url)
-    if path in _EPHEMERAL and not allow_ephemeral:
+    file = sqlite_file(url)
+    if file is None and not allow_ephemeral:
         raise StartupError(
             f"{url!r} is a database in memory: every job would be lost when the coordinator"
             " stops. Give a file (sqlite:///leasehold.db), or pass --allow-ephemeral-database"
             " if that is meant.",
             EXIT_REFUSED,
         )
-    if path not in _EPHEMERAL and not Path(path).resolve().parent.is_dir():
+    if file is not None and not Path(file).resolve().parent.is_dir():
         raise StartupError(
-            f"the folder of the SQLite database {Path(path).resolve()} does not exist",
+            f"the folder of the SQLite database {Path(file).resolve()} does not exist",
             EXIT_DATABASE,
         )
 

@@ -32,7 +32,17 @@ import structlog
 
 from leasehold._version import __version__
 from leasehold.client import NO_RETRY, Client, Lease, RetryPolicy
-from leasehold.errors import LeaseholdError, Unavailable
+from leasehold.client._transport import MAX_READ_BYTES
+from leasehold.errors import (
+    Forbidden,
+    InvalidRequest,
+    LeaseholdError,
+    MisdirectedRequest,
+    PayloadTooLarge,
+    Unauthorized,
+    Unavailable,
+    UnsupportedMediaType,
+)
 from leasehold.worker.capacity import Capacity
 from leasehold.worker.context import Hook, WorkerContext, enter_worker, run_hook
 from leasehold.worker.handler_outcome import describe
@@ -50,6 +60,27 @@ UNTIL_DEADLINE = RetryPolicy(attempts=None, base_seconds=0.05, max_seconds=1.0)
 # Waits between lease requests while the coordinator cannot be reached.
 UNREACHABLE_BACKOFF = RetryPolicy(attempts=None, base_seconds=0.25, max_seconds=10.0)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# A job's JSON at the largest the coordinator's default caps allow: a 256 KiB payload and
+# result, and an error of 64 Ki characters, each up to 6 bytes as JSON escapes it.
+JOB_ANSWER_BYTES = 1024 * 1024
+
+
+def max_read_bytes(concurrency: int) -> int:
+    """What the worker's client reads of one answer: the client's default, or room for a
+    batch renewal answering every slot's job at its largest, if that is more."""
+    return max(MAX_READ_BYTES, concurrency * JOB_ANSWER_BYTES)
+
+
+# The refusals of a lease that say the worker itself is wrong (its token, its request, its
+# address): it stops (PROTOCOL.md §10.7). Any other error is waited out with backoff.
+FATAL = (
+    Unauthorized,
+    Forbidden,
+    InvalidRequest,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    MisdirectedRequest,
+)
 
 
 class Worker:
@@ -71,6 +102,7 @@ class Worker:
             token=settings.token,
             retry=UNTIL_DEADLINE,
             max_connections=settings.concurrency + 8,
+            max_read_bytes=max_read_bytes(settings.concurrency),
         )
         # Leasing is not retried by the client: the loop backs off itself, so that a stop
         # can interrupt the wait.
@@ -200,19 +232,25 @@ class Worker:
             request_id = request_id or f"{self.settings.worker_id}-{uuid.uuid4()}"
             try:
                 leases = await self._poll(free, request_id)
-            except Unavailable as exc:
-                self._capacity.give(free)
-                failures += 1
-                delay = UNREACHABLE_BACKOFF.delay(failures, self._rng)
-                log.warning("coordinator.unreachable", error=exc.message, retry_in=round(delay, 2))
-                await wait_event(self._stopping, delay)
-                continue
-            except LeaseholdError as exc:  # 401, 403, 422: asking again will not help
+            except FATAL as exc:  # 401, 403, 422: asking again will not help
                 self._capacity.give(free)
                 log.error("worker.fatal", error=exc.message, code=exc.code)
                 self._fatal = exc
                 self.stop()
                 return
+            except LeaseholdError as exc:
+                # Unreachable, or an answer the client refused (not JSON, too large, more
+                # leases than asked for): none of its jobs was started. Asked again later,
+                # under the same request id, so that a lost answer's leases come back.
+                self._capacity.give(free)
+                failures += 1
+                delay = UNREACHABLE_BACKOFF.delay(failures, self._rng)
+                event = (
+                    "coordinator.unreachable" if isinstance(exc, Unavailable) else "lease.refused"
+                )
+                log.warning(event, error=exc.message, retry_in=round(delay, 2))
+                await wait_event(self._stopping, delay)
+                continue
             failures = 0
             request_id = None
             self._capacity.give(free - len(leases))

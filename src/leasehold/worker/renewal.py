@@ -157,8 +157,13 @@ class Renewer:
 
     @staticmethod
     def _answer(keeper: LeaseKeeper, result: ItemResult, sent: float) -> None:
-        if result.job is not None:
-            keeper.renewed(sent, result.job.lease_expires_at)
+        try:
+            renewed = result.job  # parsed here: an ok item whose job is not one is a refusal
+        except LeaseholdError as exc:
+            keeper.lose(exc.code, exc.message)
+            return
+        if renewed is not None:
+            keeper.renewed(sent, renewed.lease_expires_at)
         else:
             error = result.error or LeaseholdError(f"renewal {result.outcome}")
             keeper.lose(error.code, error.message)

@@ -17,6 +17,7 @@ from leasehold.cli.credentials import (
     resolve_token,
     warn_if_on_command_line,
 )
+from leasehold.cli.terminal import safe
 from leasehold.client._retry import RetryPolicy
 from leasehold.errors import (
     Conflict,
@@ -127,8 +128,9 @@ def describe(exc: LeaseholdError, url: str) -> tuple[str, int]:
 
 
 def fail(message: str, code: int) -> NoReturn:
-    # click.echo, not rich: rich would wrap a long message over several lines.
-    typer.echo(f"leasehold: {message}", err=True)
+    # click.echo, not rich: rich would wrap a long message over several lines. The message
+    # may quote the coordinator (an error body, a proxy's page): made safe for a terminal.
+    typer.echo(f"leasehold: {safe(message)}", err=True)
     raise typer.Exit(code)
 
 

@@ -13,6 +13,7 @@ from leasehold.cli.admin import parse, render
 from leasehold.cli.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
 from leasehold.cli.admin.table import Cell, Column, fitted
 from leasehold.cli.admin.wire import print_json
+from leasehold.cli.terminal import plain
 from leasehold.client import DEFAULT_URL
 
 MAX_DELETE_LIMIT = 100_000
@@ -215,11 +216,4 @@ def workers(
     ]
     console.print(fitted(columns, rows, console.width, caption=None if rows else "no workers seen"))
     for gap in unserved:
-        console.print(unserved_line(gap), style="bold yellow")
-
-
-def unserved_line(gap: dict[str, Any]) -> str:
-    return (
-        f"no live worker serves kind {gap['kind']!r} in queue {gap['queue']!r}:"
-        f" {gap['queued']} job{'' if gap['queued'] == 1 else 's'} waiting"
-    )
+        console.print(plain(render.unserved_line(gap), "bold yellow"))

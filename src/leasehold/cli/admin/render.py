@@ -1,4 +1,5 @@
-"""Tables for a person at a terminal (rich). Times are shown in UTC, as stored."""
+"""Tables for a person at a terminal (rich). Times are shown in UTC, as stored. Every
+string from the coordinator is shown through ``terminal.plain`` (see there)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.text import Text
 
 from leasehold.cli.admin.table import Cell, Column, fitted
 from leasehold.cli.admin.wire import job_json, print_json
+from leasehold.cli.terminal import plain
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Event, Job
 
 STATUS_STYLES = {
@@ -30,7 +32,7 @@ ERROR_CAP = 80
 
 
 def status_text(status: str) -> Text:
-    return Text(status, style=STATUS_STYLES.get(status, ""))
+    return plain(status, STATUS_STYLES.get(status, ""))
 
 
 def when(moment: datetime | None) -> str:
@@ -109,12 +111,13 @@ def job_detail(job: Job, attempts: Sequence[Attempt] | None, width: int) -> Rend
     fields.add_column(overflow="fold")
     for name, value in _job_fields(job):
         if value:  # an empty field (no result yet, never leased) is only noise
-            fields.add_row(name, value)
+            fields.add_row(name, value if isinstance(value, Text) else plain(value))
     if attempts is None:
         return fields
     parts: list[RenderableType] = [fields, Text(""), attempt_table(attempts, width)]
     if job.last_error and "\n" in job.last_error.strip():
-        parts += [Text(""), Text("last error, in full:", style="bold"), Text(job.last_error)]
+        in_full = plain(job.last_error, lines=True)
+        parts += [Text(""), Text("last error, in full:", style="bold"), in_full]
     return Group(*parts)
 
 
@@ -178,31 +181,49 @@ def stats_view(stats: dict[str, Any], width: int) -> RenderableType:
         title="jobs",
     )
     parts: list[RenderableType] = [counts, Text(""), _figures(stats, width)]
-    parts += _breakdown("by kind", "KIND", stats["by_kind"], statuses, width)
+    # What the rows leave out (a coordinator with many names), absent before protocol 1.1.
+    folded: dict[str, Any] = stats.get("folded") or {}
+    by_kind = stats["by_kind"]
+    parts += _breakdown("by kind", "KIND", by_kind, statuses, width, folded.get("by_kind"))
     # Queues only when some job is in a queue of its own: most set-ups use one.
     by_queue: dict[str, dict[str, int]] = stats.get("by_queue") or {}
-    if set(by_queue) - {DEFAULT_QUEUE}:
-        parts += _breakdown("by queue", "QUEUE", by_queue, statuses, width)
+    rest_queues = folded.get("by_queue")
+    if set(by_queue) - {DEFAULT_QUEUE} or rest_queues:
+        parts += _breakdown("by queue", "QUEUE", by_queue, statuses, width, rest_queues)
     for gap in stats.get("unserved") or []:
-        n = gap["queued"]
-        parts.append(
-            Text(
-                f"no live worker serves kind {gap['kind']!r} in queue {gap['queue']!r}:"
-                f" {n} job{'' if n == 1 else 's'} waiting",
-                style="bold yellow",
-            )
-        )
+        parts.append(plain(unserved_line(gap), "bold yellow"))
     return Group(*parts)
 
 
+def unserved_line(gap: dict[str, Any]) -> str:
+    """The warning for queued work that no live worker serves."""
+    n = gap["queued"]
+    return (
+        f"no live worker serves kind {gap['kind']!r} in queue {gap['queue']!r}:"
+        f" {n} job{'' if n == 1 else 's'} waiting"
+    )
+
+
 def _breakdown(
-    title: str, header: str, counts: dict[str, dict[str, int]], statuses: list[str], width: int
+    title: str,
+    header: str,
+    counts: dict[str, dict[str, int]],
+    statuses: list[str],
+    width: int,
+    rest: dict[str, Any] | None = None,
 ) -> list[RenderableType]:
-    if not counts:
+    """One row per name; then, styled apart from any name, the rows the coordinator added
+    up (``rest``: ``{names, counts}``)."""
+    if not counts and not rest:
         return []
     rows: list[list[Cell]] = [
         [name, *(_count(s, counts[name].get(s, 0)) for s in statuses)] for name in sorted(counts)
     ]
+    if rest:
+        more = f"({rest['names']} more, added up)"
+        rows.append(
+            [plain(more, "italic"), *(_count(s, rest["counts"].get(s, 0)) for s in statuses)]
+        )
     columns = [Column(header, shrink=8), *(Column(s.upper(), justify="right") for s in statuses)]
     return [Text(""), fitted(columns, rows, width, title=title)]
 
@@ -243,5 +264,5 @@ def show_job(job: Job, as_json: bool, headline: str | None = None) -> None:
         return
     console = Console()
     if headline is not None:
-        console.print(headline)
+        console.print(plain(headline))
     console.print(job_detail(job, None, console.width))

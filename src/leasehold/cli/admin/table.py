@@ -16,6 +16,8 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
+from leasehold.cli.terminal import plain
+
 Cell = str | Text
 # Between two columns: one space of padding and the (blank) column separator.
 GAP = 2
@@ -37,7 +39,11 @@ def fitted(
     title: str | None = None,
     caption: str | None = None,
 ) -> Table:
-    """A table of ``rows`` no wider than ``width``, if the unshrinkable columns allow."""
+    """A table of ``rows`` no wider than ``width``, if the unshrinkable columns allow.
+
+    Every header, cell, title and caption is shown as its text (``terminal.plain``): what
+    the coordinator sent is never read as markup nor reaches the terminal raw."""
+    rows = [[_cell(cell) for cell in row] for row in rows]
     natural = [_natural(c, [row[i] for row in rows]) for i, c in enumerate(columns)]
     widths = _shrink(natural, columns, width - GAP * (len(columns) - 1))
     table = Table(
@@ -46,15 +52,15 @@ def fitted(
         show_edge=False,
         pad_edge=False,
         header_style="bold",
-        title=title,
+        title=None if title is None else plain(title),
         title_justify="left",
         title_style="bold",
-        caption=caption,
+        caption=None if caption is None else plain(caption),
         caption_justify="left",
     )
     for column, column_width in zip(columns, widths, strict=True):
         table.add_column(
-            column.header,
+            plain(column.header),
             width=column_width,
             justify=column.justify,
             no_wrap=True,
@@ -63,6 +69,13 @@ def fitted(
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def _cell(cell: Cell) -> Text:
+    # Our own Text cells carry one style (a status's colour): kept, over its safe text.
+    if isinstance(cell, Text):
+        return plain(cell.plain, cell.style)
+    return plain(str(cell))  # str(): an answer may hold a number where text belongs
 
 
 def _natural(column: Column, cells: Sequence[Cell]) -> int:

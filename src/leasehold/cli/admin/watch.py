@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.text import Text
 
 from leasehold.cli.admin import render
 from leasehold.cli.admin.wire import print_json
+from leasehold.cli.terminal import plain, safe
 from leasehold.errors import Unavailable
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def _watch_lines(client: SyncClient, first: dict[str, Any], every: float) -> Non
         try:
             print_json(client.stats(), lines=True)
         except Unavailable as exc:
-            typer.echo(f"leasehold: coordinator unavailable: {exc.message}", err=True)
+            typer.echo(f"leasehold: coordinator unavailable: {safe(exc.message)}", err=True)
 
 
 def _watch_live(client: SyncClient, first: dict[str, Any], every: float, url: str) -> None:
@@ -73,8 +73,8 @@ def _frame(
     stats: dict[str, Any], url: str, every: float, problem: str | None, width: int
 ) -> RenderableType:
     now = datetime.now(UTC).strftime("%H:%M:%S")
-    header = Text(f"{url} at {now} UTC, every {every:g}s (Ctrl+C to stop)", style="dim")
+    header = plain(f"{url} at {now} UTC, every {every:g}s (Ctrl+C to stop)", "dim")
     parts: list[RenderableType] = [header]
     if problem is not None:
-        parts.append(Text(f"unavailable, showing the last figures: {problem}", style="bold red"))
+        parts.append(plain(f"unavailable, showing the last figures: {problem}", "bold red"))
     return Group(*parts, render.stats_view(stats, width))

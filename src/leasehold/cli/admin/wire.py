@@ -9,6 +9,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from leasehold.cli.terminal import safe_json
 from leasehold.model import Attempt, Job
 
 # Kept by the coordinator to itself; the client leaves them None.
@@ -42,7 +43,7 @@ def _plain(value: Any) -> Any:
 
 def print_json(value: Any, *, lines: bool = False) -> None:
     """Indented JSON on stdout; one compact line per value with ``lines`` (JSON Lines, for
-    ``stats --watch --json``)."""
-    text = json.dumps(value, ensure_ascii=False, indent=None if lines else 2)
+    ``stats --watch --json``). Characters a terminal acts on are escaped (``safe_json``)."""
+    text = safe_json(json.dumps(value, ensure_ascii=False, indent=None if lines else 2))
     sys.stdout.write(text + "\n")
     sys.stdout.flush()

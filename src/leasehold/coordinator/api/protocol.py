@@ -31,6 +31,8 @@ CAPABILITIES: Final = (
     "job_headers",  # headers on enqueue, stored and handed to every lessee (trace context)
     "wait_finished",  # GET /jobs/{id}?wait_seconds: answered when the job has finished
     "workers_pages",  # GET /workers?limit&cursor, and next_cursor in its answer
+    "visible_names",  # every name and key refuses control, format and separator characters
+    "stats_folded",  # /stats `folded`: the rows past the 50 largest names, added up apart
 )
 
 

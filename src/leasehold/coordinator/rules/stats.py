@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 
 from leasehold.coordinator.rules.presence import Unserved, unserved
 from leasehold.coordinator.store.contract import StatsSnapshot, WorkerSeen
-from leasehold.model import OTHER as OTHER  # also named here, where callers find them
-from leasehold.model import TOP_NAMES as TOP_NAMES
+from leasehold.model import TOP_NAMES as TOP_NAMES  # also named here, where callers find it
 from leasehold.model import Event, JobStatus
 
 RATE_WINDOW_SECONDS = 60
@@ -17,6 +16,24 @@ RATE_WINDOW_SECONDS = 60
 AVERAGE_WINDOW_SECONDS = 300
 """Average wait and run times are over jobs leased / completed in the last 5 minutes."""
 WINDOWS = (RATE_WINDOW_SECONDS, AVERAGE_WINDOW_SECONDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """The rows ``fold`` added up past the largest ones: how many names, and their counts
+    summed (by status, or by event)."""
+
+    names: int
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedRows:
+    """What each folded table of ``Stats`` left out of its rows; None where nothing was."""
+
+    by_kind: Folded | None = None
+    by_queue: Folded | None = None
+    totals_by_kind: Folded | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +53,9 @@ class Stats:
     failed_last_minute: int
     # Queued work that no live worker serves (heartbeats only; see coordinator/rules/presence.py).
     unserved: list[Unserved] = field(default_factory=list)
+    # The rows by_kind, by_queue and totals_by_kind leave out, added up apart from them: no
+    # row of a table is a sum, so a kind or queue of any name is counted as itself.
+    folded: FoldedRows = field(default_factory=FoldedRows)
 
 
 def _average(sums: dict[tuple[str, str], tuple[int, float]], event: Event) -> float | None:
@@ -48,22 +68,25 @@ def _window_count(sums: dict[tuple[str, str], tuple[int, float]], event: Event) 
     return sum(n for (name, _), (n, _) in sums.items() if name == event)
 
 
-# TOP_NAMES and OTHER (how many kinds and queues /stats and /metrics name) are in the model,
-# which metrics.py shares without importing core.
+# TOP_NAMES (how many kinds and queues /stats and /metrics name) is in the model, which
+# metrics.py shares without importing the rules.
 
 
-def fold(table: dict[str, dict[str, int]], top: int = TOP_NAMES) -> dict[str, dict[str, int]]:
-    """The ``top`` rows with the largest totals, by name, and the rest summed as OTHER."""
+def fold(
+    table: dict[str, dict[str, int]], top: int = TOP_NAMES
+) -> tuple[dict[str, dict[str, int]], Folded | None]:
+    """The ``top`` rows with the largest totals, by name, and the rest added up apart (None
+    if there is no rest). The rest is never a row of the table: a real name, whatever it
+    is (``other`` too), keeps its own counts."""
     if len(table) <= top:
-        return dict(sorted(table.items()))
+        return dict(sorted(table.items())), None
     ranked = sorted(table, key=lambda name: (-sum(table[name].values()), name))
     kept = {name: table[name] for name in sorted(ranked[:top])}
     rest: dict[str, int] = {}
     for name in ranked[top:]:
         for key, n in table[name].items():
             rest[key] = rest.get(key, 0) + n
-    kept[OTHER] = {key: kept.get(OTHER, {}).get(key, 0) + n for key, n in rest.items()}
-    return kept
+    return kept, Folded(len(table) - top, rest)
 
 
 def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats:
@@ -87,12 +110,15 @@ def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats
     oldest = None
     if snapshot.oldest_available_at is not None:
         oldest = max(0.0, (snapshot.now - snapshot.oldest_available_at).total_seconds())
+    kinds, kinds_folded = fold(by_kind)
+    queues, queues_folded = fold(by_queue)
+    kind_totals, kind_totals_folded = fold(totals_by_kind)
     return Stats(
         by_status=by_status,
-        by_kind=fold(by_kind),
-        by_queue=fold(by_queue),
+        by_kind=kinds,
+        by_queue=queues,
         totals=totals,
-        totals_by_kind=fold(totals_by_kind),
+        totals_by_kind=kind_totals,
         avg_wait_seconds=_average(longer, Event.LEASED),
         avg_run_seconds=_average(longer, Event.COMPLETED),
         average_window_seconds=AVERAGE_WINDOW_SECONDS,
@@ -102,4 +128,5 @@ def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats
         completed_last_minute=_window_count(recent, Event.COMPLETED),
         failed_last_minute=_window_count(recent, Event.FAILED),
         unserved=unserved(snapshot.queued_pairs, live),
+        folded=FoldedRows(kinds_folded, queues_folded, kind_totals_folded),
     )

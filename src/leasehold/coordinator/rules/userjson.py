@@ -94,8 +94,9 @@ INVISIBLE_MESSAGE: Final = "must not contain control, format or line-separator c
 
 
 def has_invisible(name: str) -> bool:
-    """Whether a name (kind, queue, worker id) holds a character of Unicode category
-    Cc, Cf, Zl or Zp. ASCII names, nearly all of them, take one regex search."""
+    """Whether a name or key (``coordinator/api/schemas/fields.py`` ``name_problem``) holds
+    a character of Unicode category Cc, Cf, Zl or Zp. ASCII names, nearly all of them, take
+    one regex search."""
     if name.isascii():
         return _ASCII_CONTROL.search(name) is not None
     return any(unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in name)

@@ -9,8 +9,8 @@ from leasehold.coordinator.api.auth import ADMIN, READERS
 from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.routes.schedules import errors  # one description of both families
 from leasehold.coordinator.api.routes.shared import reply, service_of
+from leasehold.coordinator.api.schemas.fields import MAX_KIND_LENGTH, name_problem
 from leasehold.coordinator.api.schemas.limits import LimitList, LimitOut, LimitRequest
-from leasehold.coordinator.rules.userjson import has_invisible
 from leasehold.errors import InvalidRequest
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -21,8 +21,10 @@ _ADMIN = [Depends(ADMIN)]
 
 
 def _kind(raw: str) -> str:
-    if not raw.strip() or len(raw) > 200 or has_invisible(raw):
-        raise InvalidRequest("kind must be 1-200 printable characters")
+    # The rule of every kind in a body (schemas/fields.py Kind).
+    too_long = f"must be at most {MAX_KIND_LENGTH} characters"
+    if problem := name_problem(raw) or (too_long if len(raw) > MAX_KIND_LENGTH else None):
+        raise InvalidRequest(f"the kind {problem}")
     return raw
 
 

@@ -10,7 +10,7 @@ from leasehold.coordinator.api.auth import ADMIN, READERS, WORKER
 from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.encode import reply_json
 from leasehold.coordinator.api.routes.shared import cursor_of, parse_job_id, reply, service_of
-from leasehold.coordinator.api.schemas.fields import ErrorOut
+from leasehold.coordinator.api.schemas.fields import MAX_QUEUE_LENGTH, ErrorOut, name_problem
 from leasehold.coordinator.api.schemas.jobs import JobOut
 from leasehold.coordinator.api.schemas.operations import (
     BulkDeleteRequest,
@@ -52,8 +52,10 @@ def operations_of(request: Request) -> Operations:
 
 
 def _queue(raw: str) -> str:
-    if not raw.strip() or len(raw) > 100 or any(ord(c) < 32 or ord(c) == 127 for c in raw):
-        raise InvalidRequest("a queue name is 1-100 printable characters")
+    # The rule of every queue name in a body (schemas/fields.py QueueName).
+    too_long = f"must be at most {MAX_QUEUE_LENGTH} characters"
+    if problem := name_problem(raw) or (too_long if len(raw) > MAX_QUEUE_LENGTH else None):
+        raise InvalidRequest(f"the queue name {problem}")
     return raw
 
 

@@ -32,6 +32,22 @@ class StatsOut(BaseModel):
         default_factory=list,
         description="queued jobs of a kind in a queue that no live worker serves",
     )
+    folded: FoldedRowsOut = Field(
+        default_factory=lambda: FoldedRowsOut(),
+        description="what by_kind, by_queue and totals_by_kind leave out past their 50"
+        " largest names, added up apart from them (null where nothing is left out)",
+    )
+
+
+class FoldedOut(BaseModel):
+    names: int = Field(description="how many names were added up")
+    counts: dict[str, int] = Field(description="their counts summed, by status (or event)")
+
+
+class FoldedRowsOut(BaseModel):
+    by_kind: FoldedOut | None = None
+    by_queue: FoldedOut | None = None
+    totals_by_kind: FoldedOut | None = None
 
 
 class UnservedOut(BaseModel):

@@ -7,6 +7,7 @@ import operator
 from typing import Annotated
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     Field,
     JsonValue,
@@ -26,6 +27,7 @@ from leasehold.coordinator.api.schemas.fields import (
     TimeoutSeconds,
     UserJSON,
     UtcTime,
+    _no_nul,
 )
 from leasehold.coordinator.service.answer import job_wire
 from leasehold.coordinator.service.requests import Enqueue
@@ -100,7 +102,10 @@ class BatchEnqueueRequest(Strict):
 
 class BulkRequeueRequest(Strict):
     kind: Kind | None = None
-    error_contains: Annotated[str, Field(min_length=1, max_length=MAX_ERROR_LENGTH)] | None = None
+    error_contains: (
+        Annotated[str, Field(min_length=1, max_length=MAX_ERROR_LENGTH), AfterValidator(_no_nul)]
+        | None
+    ) = None
     limit: Annotated[StrictInt, Field(ge=1, le=MAX_REQUEUE_LIMIT)] = 1000
 
 

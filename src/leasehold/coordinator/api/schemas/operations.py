@@ -10,6 +10,7 @@ from leasehold.coordinator.api.schemas.fields import (
     MAX_KINDS_PER_LEASE,
     MAX_QUEUES_PER_LEASE,
     Kind,
+    Label,
     QueueName,
     Rfc3339Time,
     Strict,
@@ -18,8 +19,6 @@ from leasehold.coordinator.api.schemas.fields import (
 )
 from leasehold.coordinator.service.operations import QueueView, WorkerView
 from leasehold.model import JobStatus
-
-_Text = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class BulkDeleteRequest(Strict):
@@ -73,9 +72,9 @@ class QueueState(BaseModel):
 
 class HeartbeatRequest(Strict):
     worker_id: WorkerId
-    host: _Text
+    host: Label
     pid: Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
-    version: _Text
+    version: Label
     # As many as a lease may name: a worker cannot lease more kinds than that by name.
     kinds: Annotated[list[Kind], Field(max_length=MAX_KINDS_PER_LEASE)] | None = Field(
         default=None, description="the kinds it serves (default: any)"
