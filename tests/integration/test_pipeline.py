@@ -165,11 +165,11 @@ async def test_an_answer_carries_the_headers_every_answer_carries(
 ) -> None:
     status, _, headers = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON + extra)
     assert status == 201
-    assert headers[b"leasehold-protocol"] == b"1.1"
+    assert headers[b"leasehold-protocol"] == b"1.2"
     assert headers[b"content-type"] == b"application/json"
     refused = await exchange(app, b'{"kind": "k"}', JSON)
     assert refused[0] == 401
-    assert refused[2][b"leasehold-protocol"] == b"1.1"
+    assert refused[2][b"leasehold-protocol"] == b"1.2"
 
 
 @pytest.mark.parametrize(
@@ -183,7 +183,7 @@ async def test_an_answer_carries_the_headers_every_answer_carries(
 async def test_a_body_is_held_to_its_routes_cap(app: FastAPI, length: bytes, status: int) -> None:
     answer = await exchange(app, b'{"kind": "k"}', PRODUCER + JSON, length=length)
     assert answer[0] == status, answer
-    assert answer[2][b"leasehold-protocol"] == b"1.1"
+    assert answer[2][b"leasehold-protocol"] == b"1.2"
 
 
 async def test_an_oversize_body_is_refused_before_the_guard(app: FastAPI) -> None:
@@ -203,7 +203,7 @@ async def test_an_unchecked_token_is_warned_about(tmp_path: Path) -> None:
     assert (with_token[0], without[0]) == (201, 201)
     assert b"leasehold-auth-warning" in with_token[2]
     assert b"leasehold-auth-warning" not in without[2]
-    assert without[2][b"leasehold-protocol"] == b"1.1"
+    assert without[2][b"leasehold-protocol"] == b"1.2"
 
 
 async def test_a_failure_nothing_expected_is_a_json_500_and_logged(
@@ -231,7 +231,7 @@ async def test_a_failure_nothing_expected_is_a_json_500_and_logged(
         await app(scope, receive, send)
     start, body = sent
     assert start["status"] == 500
-    assert dict(start["headers"])[b"leasehold-protocol"] == b"1.1"
+    assert dict(start["headers"])[b"leasehold-protocol"] == b"1.2"
     assert orjson.loads(body["body"]) == {"error": "internal", "message": "internal error"}
     events = [(e["event"], e.get("route"), e.get("status")) for e in logs]
     assert sorted(events) == [("http.request", "/jobs", 500), ("request.error", "/jobs", None)]

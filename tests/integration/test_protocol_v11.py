@@ -73,7 +73,7 @@ async def test_answers_announce_the_protocol_and_an_unchecked_token(
     """Every answer names the version; an open coordinator says when it ignored a token."""
     async with aiohttp.ClientSession() as session:
         async with session.get(inproc.url + "/jobs/1") as plain:
-            assert plain.headers["Leasehold-Protocol"] == "1.1"
+            assert plain.headers["Leasehold-Protocol"] == "1.2"
             assert "Leasehold-Auth-Warning" not in plain.headers
         bearer = {"Authorization": "Bearer not-a-token-anyone-configured"}
         async with session.get(inproc.url + "/jobs/1", headers=bearer) as warned:
@@ -81,7 +81,7 @@ async def test_answers_announce_the_protocol_and_an_unchecked_token(
             assert warned.headers["Leasehold-Auth-Warning"].startswith("open coordinator")
         async with session.get(inproc.url + "/protocol") as found:
             body = await found.json()
-    assert body["protocol"] == "1.1" and "lease_request_id" in body["capabilities"]
+    assert body["protocol"] == "1.2" and "lease_request_id" in body["capabilities"]
     assert body["open_access"] is True
 
 

@@ -52,12 +52,12 @@ def check(condition: bool, message: str) -> None:
 async def discovery(ctx: Ctx) -> None:
     """GET /protocol names the version and capabilities; every answer carries the header."""
     answer = (await ctx.wire.get("/protocol")).expect(200, what="GET /protocol")
-    check(answer.body.get("protocol") == "1.1", f"protocol version {answer.body.get('protocol')}")
+    check(answer.body.get("protocol") == "1.2", f"protocol version {answer.body.get('protocol')}")
     needed = {"batches", "cancel", "lease_request_id", "item_verdicts"}
     missing = needed - set(answer.body.get("capabilities", []))
     check(not missing, f"capabilities missing {sorted(missing)}")
     health = await ctx.wire.get("/health")
-    check(health.headers.get("leasehold-protocol") == "1.1", "no Leasehold-Protocol header")
+    check(health.headers.get("leasehold-protocol") == "1.2", "no Leasehold-Protocol header")
 
 
 async def lease_and_complete(ctx: Ctx) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Final
 
-PROTOCOL_VERSION: Final = "1.1"
+PROTOCOL_VERSION: Final = "1.2"
 
 
-# Every version this coordinator answers as its documents say (1.1 only adds to 1.0).
-SUPPORTED_VERSIONS: Final = ("1.0", "1.1")
+# Every version this coordinator answers as its documents say (each only adds to the last).
+SUPPORTED_VERSIONS: Final = ("1.0", "1.1", "1.2")
 
 
 CAPABILITIES: Final = (
