@@ -17,7 +17,10 @@ DIST := --dist loadscope --no-loadscope-reorder
 # every test module's asserts again (about 3 s of CPU each) and each of the few hundred
 # coordinator, worker and CLI processes the tests start compiles leasehold again.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
-STAMP := $(VENV)/.installed
+# One stamp per set of extras: `make install EXTRAS=postgres` on a .venv made without it
+# installs the extra, rather than finding the plain install up to date.
+comma := ,
+STAMP := $(VENV)/.installed$(if $(EXTRAS),-$(subst $(comma),-,$(EXTRAS)))
 TEST_STAMP := $(VENV)/.installed-test
 
 SOURCES := src tests bench scripts examples
@@ -36,7 +39,7 @@ $(STAMP): pyproject.toml $(VENV)/bin/python
 # The test tools and every extra the tests exercise (postgres, otel, django).
 $(TEST_STAMP): pyproject.toml $(VENV)/bin/python
 	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP) $(TEST_STAMP)
+	touch $(VENV)/.installed $(TEST_STAMP)
 
 ## Create .venv and install leasehold with its runtime dependencies only
 install: $(STAMP)

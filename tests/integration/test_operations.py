@@ -91,6 +91,24 @@ async def test_a_paused_queue_holds_its_jobs_and_resume_wakes_a_long_poll(ops_ap
     assert time.monotonic() - started < 5
 
 
+async def test_oldest_waiting_leaves_paused_queues_out(
+    ops: InProcessCoordinator, ops_api: Api
+) -> None:
+    """/stats' oldest waiting job is one a worker could lease: a paused queue's jobs wait
+    for an operator, and /queues still gives that queue's own figure."""
+    hour_ago = (ops.now() - timedelta(hours=1)).isoformat()
+    await ops_api.post("/queues/frozen/pause")
+    await ops_api.enqueue("old", queue="frozen", run_after=hour_ago)
+    assert (await ops_api.get("/stats")).body["oldest_queued_age_seconds"] is None
+    await ops_api.enqueue("new", queue="open")
+    age = (await ops_api.get("/stats")).body["oldest_queued_age_seconds"]
+    assert age is not None and age < 600
+    queues = {q["name"]: q for q in (await ops_api.get("/queues")).body["queues"]}
+    assert queues["frozen"]["oldest_queued_age_seconds"] >= 3600
+    await ops_api.post("/queues/frozen/resume")
+    assert (await ops_api.get("/stats")).body["oldest_queued_age_seconds"] >= 3600
+
+
 async def test_completed_jobs_are_pruned_and_totals_stay(
     ops: InProcessCoordinator, ops_api: Api
 ) -> None:

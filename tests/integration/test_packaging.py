@@ -32,10 +32,7 @@ def test_the_distribution_keeps_the_import_name_and_the_command() -> None:
 def test_a_postgres_url_without_asyncpg_says_which_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = __import__("importlib.util").util.find_spec
-    monkeypatch.setattr(
-        "importlib.util.find_spec", lambda name, *a: None if name == "asyncpg" else real(name, *a)
-    )
+    monkeypatch.setitem(sys.modules, "asyncpg", None)  # what an import of a missing one does
     with pytest.raises(ValueError, match="needs the postgres extra") as refused:
         open_store("postgresql://u:p@localhost/db")
     assert str(refused.value) == MISSING_POSTGRES

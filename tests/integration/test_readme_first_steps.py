@@ -92,3 +92,30 @@ def test_version_as_printed() -> None:
         ["leasehold", "--version"], env=activated(""), capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 0 and run.stdout.startswith("leasehold ")
+
+
+def test_an_extra_asked_for_later_is_installed_into_an_existing_venv(tmp_path: Path) -> None:
+    """`make install EXTRAS=postgres` (what a postgresql:// URL without the extra says to
+    run) installs it into a .venv that `make install` made, rather than finding it up to
+    date; the plain install is up to date."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").touch()
+    made = (REPO / "pyproject.toml").stat().st_mtime + 1
+    for stamp in (venv / "bin" / "python", venv / ".installed"):
+        stamp.touch()
+        os.utime(stamp, (made, made))
+
+    def dry(*args: str) -> str:
+        done = subprocess.run(
+            ["make", "-n", "install", f"VENV={venv}", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return done.stdout
+
+    assert "pip install" not in dry()
+    assert "pip install --quiet -e '.[postgres]'" in dry("EXTRAS=postgres")
+    assert "pip install --quiet -e '.[postgres,otel]'" in dry("EXTRAS=postgres,otel")

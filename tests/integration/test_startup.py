@@ -5,24 +5,31 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import typer
 
-from leasehold.coordinator.startup import EXIT_DATABASE, EXIT_REFUSED
+from leasehold import cli
+from leasehold.coordinator.startup import EXIT_DATABASE, EXIT_LISTEN_FAILED, EXIT_REFUSED
 from tests.process import Coordinator, free_port
 
 
-def serve(*args: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def serve(
+    *args: str, cwd: Path, timeout: float = 30, port: int | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    at = str(free_port() if port is None else port)
     return subprocess.run(
-        [sys.executable, "-m", "leasehold", "serve", "--port", str(free_port()), *args],
+        [sys.executable, "-m", "leasehold", "serve", "--port", at, *args],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=timeout,
-        env={**os.environ, "LEASEHOLD_LOG_FORMAT": "json"},
+        env={**os.environ, "LEASEHOLD_LOG_FORMAT": "json", **env},
     )
 
 
@@ -103,3 +110,53 @@ def test_an_ephemeral_database_is_served_when_asked_for(tmp_path: Path) -> None:
     c = Coordinator("sqlite:///:memory:", tmp_path, ["--allow-ephemeral-database"]).start()
     c.kill()
     assert '"database":"sqlite:///:memory:"' in c.logs().replace(" ", "")
+
+
+def test_a_postgres_url_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
+    """Without asyncpg (here: an asyncpg that fails to import, as a missing one does), a
+    postgresql:// URL is one line naming the extra and exit 2, not a traceback."""
+    missing = tmp_path / "shadow" / "asyncpg"
+    missing.mkdir(parents=True)
+    (missing / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'asyncpg'\", name='asyncpg')\n"
+    )
+    url = "postgresql://leasehold:secret@127.0.0.1:5432/jobs"
+    done = serve("--database-url", url, cwd=tmp_path, PYTHONPATH=str(missing.parent))
+    line = one_line_failure(done, EXIT_REFUSED)
+    assert "pip install 'leasehold-queue[postgres]'" in line
+    assert "make install EXTRAS=postgres" in line
+
+
+def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """README and --help promise exit 1 when the address cannot be listened on, with a line
+    that says why, before the database is touched."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = serve("--database-url", "sqlite:///jobs.db", cwd=tmp_path, port=port)
+    line = one_line_failure(done, EXIT_LISTEN_FAILED)
+    assert f"could not listen on 127.0.0.1:{port}: address already in use" in line
+    assert "--port" in line
+    assert not (tmp_path / "jobs.db").exists()
+    assert "uvicorn" not in done.stderr
+
+
+def test_serve_help_fits_80_columns_and_names_every_flag() -> None:
+    """At 80 columns nothing is cut: every flag in full (--allow-ephemeral-database, which
+    the in-memory database's refusal names, among them), no line wider than the terminal."""
+    done = subprocess.run(
+        [sys.executable, "-m", "leasehold", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout and "..." not in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    shown = set(re.findall(r"^  (--[a-z-]+)", done.stdout, re.M))
+    command = typer.main.get_command(cli.app).commands["serve"]  # type: ignore[attr-defined]
+    assert shown == {flag for p in command.params for flag in p.opts} | {"--help"}
+    assert "--allow-ephemeral-database" in shown
+    assert "Exit codes: 0 stopped cleanly; 1 could not listen" in " ".join(done.stdout.split())

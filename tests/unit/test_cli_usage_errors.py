@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +46,38 @@ def test_a_bare_command_still_shows_the_help() -> None:
     assert "Usage: " in done.stdout + done.stderr
     assert "serve" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_error_importing_the_worker_app_names_its_file_and_line(tmp_path: Path) -> None:
+    """A bug in APP's module: its traceback through the module's own lines (importlib's left
+    out), then one line naming the file and line, and exit 2."""
+    (tmp_path / "broken_jobs.py").write_text(
+        "import os\n\nsettings = {'url': os.environ['NO_SUCH_SETTING']}\n"
+    )
+    (tmp_path / "typo_jobs.py").write_text("def handler(job:\n    pass\n")
+    broken = worker_app("broken_jobs:registry", tmp_path)
+    assert broken.returncode == 2
+    *traceback, last = broken.stderr.splitlines()
+    assert traceback[0] == "Traceback (most recent call last):"
+    assert f'File "{tmp_path / "broken_jobs.py"}", line 3, in <module>' in broken.stderr
+    assert "importlib" not in broken.stderr
+    assert last.startswith("leasehold: error: ")
+    assert "could not import 'broken_jobs' (broken_jobs.py, line 3): KeyError" in last
+    typo = worker_app("typo_jobs:registry", tmp_path)
+    assert typo.returncode == 2
+    assert "^" in typo.stderr  # Python's caret under the mistake
+    assert "(typo_jobs.py, line 1): SyntaxError: " in typo.stderr.splitlines()[-1]
+    missing = worker_app("no_such_jobs:registry", tmp_path)
+    assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1, missing.stderr
+    assert "No module named 'no_such_jobs'" in missing.stderr
+
+
+def worker_app(app: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "leasehold", "worker", app],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ, "LEASEHOLD_URL": "http://127.0.0.1:9"},
+    )

@@ -23,6 +23,7 @@ app = typer.Typer(
     help="A distributed job queue with fenced leases.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -99,6 +100,8 @@ def worker(
     try:
         registry = load_app(app_spec)
     except AppLoadError as exc:
+        if exc.traceback is not None:  # a bug in APP's module: where it is, as Python says
+            sys.stderr.write(exc.traceback)
         raise typer.BadParameter(str(exc), param_hint="APP") from exc
     settings = WorkerSettings(
         url=url,

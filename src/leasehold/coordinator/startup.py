@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 
 import structlog
 
-from leasehold.coordinator.store.open import open_store, sqlite_path
+from leasehold.coordinator.store.open import open_store, postgres_missing, sqlite_path
 from leasehold.errors import StoreInUse, Unavailable
 
 log = structlog.get_logger("leasehold")
@@ -115,6 +115,9 @@ def check_database_url(url: str, *, allow_ephemeral: bool) -> None:
             EXIT_REFUSED,
         )
     if scheme != "sqlite":
+        missing = postgres_missing()
+        if missing is not None:  # before anything starts: one line, not a traceback
+            raise StartupError(missing, EXIT_REFUSED)
         return
     if not url.startswith("sqlite:///"):
         raise StartupError(f"a SQLite URL is sqlite:///PATH, not {url!r}", EXIT_REFUSED)

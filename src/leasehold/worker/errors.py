@@ -23,4 +23,10 @@ class PermanentFailure(Exception):
 
 
 class AppLoadError(Exception):
-    """The APP given to ``leasehold worker`` could not be loaded."""
+    """The APP given to ``leasehold worker`` could not be loaded. ``traceback``: for an
+    exception raised while importing APP's module, its traceback through the module's own
+    frames (the import machinery left out), as Python prints one; else None."""
+
+    def __init__(self, message: str, *, traceback: str | None = None) -> None:
+        super().__init__(message)
+        self.traceback = traceback

@@ -5,7 +5,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import sysconfig
+import traceback
 from collections.abc import Mapping
+from pathlib import Path
 
 from leasehold.worker.errors import AppLoadError
 from leasehold.worker.registry import Registry
@@ -26,9 +29,7 @@ def load_app(spec: str) -> Registry:
     try:
         target: object = importlib.import_module(module_name)
     except Exception as exc:  # whatever the module raised while importing: report it
-        raise AppLoadError(
-            f"could not import {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise _import_failed(module_name, exc) from exc
     for name in attribute.split("."):
         try:
             target = getattr(target, name)
@@ -46,3 +47,45 @@ def load_app(spec: str) -> Registry:
     if not registry:
         raise AppLoadError(f"{spec} has no handlers")
     return registry
+
+
+def _import_failed(module_name: str, exc: Exception) -> AppLoadError:
+    """The error for an exception raised while importing ``module_name``: its message
+    names the file and line it was raised at, and its traceback keeps the frames of the
+    code that ran (the module's, and what it imported), not those of importlib."""
+    failure = traceback.TracebackException.from_exception(exc)
+    frames = [f for f in failure.stack if not _machinery(f.filename)]
+    failure.stack = traceback.StackSummary.from_list(frames)
+    where, what = "", str(exc)
+    if isinstance(exc, SyntaxError) and exc.filename:  # raised by the compiler: no frame
+        where, what = f" ({_shown(exc.filename)}, line {exc.lineno})", str(exc.msg)
+    elif frames:
+        # The innermost line of the application's code; a library's, else.
+        own = [f for f in frames if not _installed(f.filename)] or frames
+        where = f" ({_shown(own[-1].filename)}, line {own[-1].lineno})"
+    message = f"could not import {module_name!r}{where}: {type(exc).__name__}: {what}"
+    # A module that is not there has no code of its own to show.
+    shown = bool(frames) or isinstance(exc, SyntaxError)
+    return AppLoadError(message, traceback="".join(failure.format()) if shown else None)
+
+
+_IMPORTLIB = str(Path(importlib.__file__ or "").parent)
+# Where the standard library and installed packages live: code that is not the application's.
+_INSTALLED = tuple({sysconfig.get_path(name) for name in ("stdlib", "purelib", "platlib")})
+
+
+def _machinery(filename: str) -> bool:
+    return filename.startswith(("<frozen importlib", _IMPORTLIB)) or filename == __file__
+
+
+def _installed(filename: str) -> bool:
+    return filename.startswith("<") or filename.startswith(_INSTALLED)
+
+
+def _shown(filename: str) -> str:
+    """A file as the user would name it: relative to the current directory when in it."""
+    path = Path(filename)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return filename

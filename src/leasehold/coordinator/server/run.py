@@ -28,9 +28,16 @@ from fastapi import FastAPI
 
 from leasehold.coordinator.auth_tokens import is_loopback
 from leasehold.coordinator.server.connections import ConnectionLimits, guarded_protocol
+from leasehold.coordinator.server.listen import bind
 from leasehold.coordinator.server.resources import DescriptorWatch, raise_open_files_limit
 from leasehold.coordinator.settings import CoordinatorSettings
-from leasehold.coordinator.startup import EXIT_REFUSED, EXIT_STARTUP_FAILED, describe_database
+from leasehold.coordinator.startup import (
+    EXIT_REFUSED,
+    EXIT_STARTUP_FAILED,
+    StartupError,
+    describe_database,
+    exit_with,
+)
 
 log = structlog.get_logger("leasehold")
 
@@ -139,13 +146,19 @@ def serve(
         on_stop=app.state.service.stop_waiting,
         watch=DescriptorWatch(open_files_limit),
     )
+    try:
+        sockets = bind(settings.host, settings.port)  # a port in use: exit 1, as --help says
+    except StartupError as exc:
+        exit_with(exc)
     previous = {sig: signal.signal(sig, _exit_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         if before_start is not None:
             before_start()  # a stop asked for while it waits for the database exits 0 too
-        server.run()
+        server.run(sockets=sockets)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        for sock in sockets:
+            sock.close()
     if not server.started:
         raise SystemExit(EXIT_STARTUP_FAILED)

@@ -113,12 +113,14 @@ class Operations:
         if await self.store.queue_pause(queue):
             log.info("queue.paused", queue=queue)
         self.service.paused |= {queue}
+        self.service.figures_changed()  # the oldest waiting job leaves paused queues out
 
     async def resume(self, queue: str) -> None:
         """Resume a queue (a queue that is not paused is left as it is: repeats are safe)."""
         if await self.store.queue_resume(queue):
             log.info("queue.resumed", queue=queue)
         self.service.paused -= {queue}
+        self.service.figures_changed()
         self.service.wakeup.notify()  # its queued jobs may be leased now
 
     async def queues(self) -> list[QueueView]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
 
 from leasehold.coordinator.store.contract import KindLimit, QueuesSnapshot, StatsSnapshot
 from leasehold.coordinator.store.driver import Tx
@@ -24,11 +25,24 @@ async def stats(tx: Tx, windows: Sequence[int]) -> StatsSnapshot:
             queued_pairs[queue, kind] += n
     totals = await tx.counter_totals()
     sums = {window: await tx.window_sums(window) for window in windows}
-    oldest = await tx.oldest_queued(None)
-    available = oldest if oldest is not None and oldest <= now else None
+    available = await _oldest_leasable(tx, now)
     return StatsSnapshot(
         now, dict(counts), totals, sums, available, dict(queue_counts), dict(queued_pairs)
     )
+
+
+async def _oldest_leasable(tx: Tx, now: datetime) -> datetime | None:
+    """run_after of the longest-waiting job a worker could lease now: due, and not in a
+    paused queue. A paused queue's jobs wait for an operator, not for workers; counting
+    them would make "oldest waits" grow for as long as the pause lasts (GET /queues gives
+    each queue's own figure)."""
+    paused = await tx.queue_pauses()
+    if not paused:
+        oldest = await tx.oldest_queued(None)  # one read over the queued index
+    else:
+        heads = [await tx.oldest_queued(q) for q in await tx.queued_queues() if q not in paused]
+        oldest = min((head for head in heads if head is not None), default=None)
+    return oldest if oldest is not None and oldest <= now else None
 
 
 async def queues(tx: Tx, window_seconds: int) -> QueuesSnapshot:

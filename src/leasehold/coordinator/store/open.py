@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from urllib.parse import urlparse
 
 from leasehold.coordinator.clock import Clock
@@ -13,6 +12,17 @@ MISSING_POSTGRES = (
     "a postgresql:// database needs the postgres extra:"
     " pip install 'leasehold-queue[postgres]' (or: make install EXTRAS=postgres)"
 )
+
+
+def postgres_missing() -> str | None:
+    """Why a ``postgresql://`` database cannot be used here (the extra is not installed),
+    or None. An import rather than a look-up: an asyncpg that is found but cannot load
+    (a broken install) is missing too."""
+    try:
+        importlib.import_module("asyncpg")
+    except ImportError:
+        return MISSING_POSTGRES
+    return None
 
 
 def sqlite_path(url: str) -> str:
@@ -32,8 +42,9 @@ def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL
     if scheme in ("postgres", "postgresql"):
         # Imported by name so that the embedded default never loads asyncpg, which is an
         # extra: without it, say how to install it rather than show an ImportError.
-        if importlib.util.find_spec("asyncpg") is None:
-            raise ValueError(MISSING_POSTGRES)
+        missing = postgres_missing()
+        if missing is not None:
+            raise ValueError(missing)
         postgres = importlib.import_module("leasehold.coordinator.store.postgres.driver")
         store: Store = postgres.PostgresStore(url)
         return store

@@ -24,7 +24,7 @@ class StatsOut(BaseModel):
     lease_expirations: int
     stale_token_rejections: int
     oldest_queued_age_seconds: float | None = Field(
-        description="how long the longest-waiting available job has waited"
+        description="how long the longest-waiting available job has waited, paused queues left out"
     )
     completed_last_minute: int
     failed_last_minute: int
