@@ -8,12 +8,16 @@ leasehold`` as a subprocess.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
+import pty
 import re
 import signal
+import struct
 import subprocess
 import sys
+import termios
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -69,13 +73,13 @@ def cli_json(url: str, *args: str) -> Any:
     return json.loads(result.stdout)  # the whole of stdout is the JSON
 
 
-def run_process(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def run_process(*args: str, timeout: float = 30, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "leasehold", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **RUNNER_ENV},
+        env={**os.environ, **RUNNER_ENV, **env},
     )
 
 
@@ -113,7 +117,7 @@ def test_every_command_as_tables(shared: Coordinator, client: SyncClient) -> Non
 
     listed = cli(shared.url, "jobs", "--kind", "cli-table")
     assert listed.exit_code == 0, listed.output
-    dead_row, queued_row, caption = table_rows(listed.stdout)
+    queued_row, dead_row, caption = table_rows(listed.stdout)  # the newest first
     assert dead_row[:4] == [str(dead_id), "cli-table", "dead", "1/1"]
     assert dead_row[-2:] == ["cli-test-worker", "boom: the thing broke"]
     assert queued_row[:4] == [str(queued_id), "cli-table", "queued", "0/5"]
@@ -165,12 +169,18 @@ def test_every_command_as_json(shared: Coordinator, client: SyncClient) -> None:
     dead_id = make_dead(client, "cli-json")
 
     first = cli_json(shared.url, "jobs", "--kind", "cli-json", "--limit", "1")
-    assert [j["id"] for j in first["jobs"]] == [added["id"]]
+    assert [j["id"] for j in first["jobs"]] == [dead_id]  # the newest first
     rest = cli_json(shared.url, "jobs", "--kind", "cli-json", "--cursor", first["next_cursor"])
-    assert ([j["id"] for j in rest["jobs"]], rest["next_cursor"]) == ([dead_id], None)
+    assert ([j["id"] for j in rest["jobs"]], rest["next_cursor"]) == ([added["id"]], None)
     assert cli_json(shared.url, "jobs", "--kind", "cli-json", "--status", "dead")["jobs"] == [
-        rest["jobs"][0]
+        first["jobs"][0]
     ]
+    oldest = cli_json(shared.url, "jobs", "--kind", "cli-json", "--oldest-first")
+    assert [j["id"] for j in oldest["jobs"]] == [added["id"], dead_id]
+    in_mail = cli_json(shared.url, "jobs", "--kind", "cli-json", "--queue", "mail")
+    assert [j["id"] for j in in_mail["jobs"]] == [added["id"]]
+    broke = cli_json(shared.url, "jobs", "--kind", "cli-json", "--error-contains", "thing broke")
+    assert [j["id"] for j in broke["jobs"]] == [dead_id]
 
     shown = cli_json(shared.url, "job", str(dead_id))
     assert shown["job"]["status"] == "dead"
@@ -357,3 +367,58 @@ def test_tokens_and_roles_against_a_guarded_coordinator(tmp_path: Path) -> None:
         assert (allowed.exit_code, allowed.stdout) == (0, "requeued 0 dead jobs\n")
     finally:
         guarded.kill()
+
+
+def on_a_terminal(*args: str, columns: int) -> str:
+    """``python -m leasehold ARGS`` with its output on a terminal (a pseudo-terminal) of
+    ``columns`` columns: what it shows, colours left out."""
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "leasehold", *args], stdout=terminal, stderr=terminal, env=env
+    )
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal closed: the command has exited
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    assert proc.wait(30) == 0, shown
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode()).replace("\r", "")
+
+
+def test_tables_wrap_at_80_columns_and_are_whole_when_piped(
+    shared: Coordinator, client: SyncClient
+) -> None:
+    """On a terminal of 80 columns nothing is cut: long cells wrap and headers are whole.
+    Piped, a table is one line per row with every cell in full, so grep finds a job by the
+    end of its error; --json stays the coordinator's JSON."""
+    kind = "cli-narrow-report-builder"
+    error = "TimeoutError: database timeout while building the monthly report"
+    dead_id = make_dead(client, kind, error)
+    piped = run_process("jobs", "--kind", kind, "--url", shared.url, COLUMNS="80")  # a pipe
+    assert piped.returncode == 0, piped.stderr
+    (row,) = [line for line in piped.stdout.splitlines() if "monthly report" in line]
+    assert row.split()[0] == str(dead_id) and row.endswith(error)
+    assert "cli-test-worker" in row and "…" not in piped.stdout
+    assert all(line == line.rstrip() for line in piped.stdout.splitlines())
+
+    shown = on_a_terminal("jobs", "--kind", kind, "--url", shared.url, columns=80)
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    assert "…" not in shown
+    words = " ".join(shown.split())
+    for word in [*error.split(), kind[:8], "cli-test"]:
+        assert word in words
+    queues = on_a_terminal("queues", "--url", shared.url, columns=80)
+    assert max(len(line) for line in queues.splitlines()) <= 80
+    assert "…" not in queues
+    for header in ("QUEUE", "STATE", "QUEUED", "RUNNING", "COMPLETED", "CANCELLED", "DONE/MIN"):
+        assert header in queues.split()
+    assert "default" in queues and "active" in queues
+    assert cli_json(shared.url, "jobs", "--kind", kind)["jobs"][0]["id"] == dead_id

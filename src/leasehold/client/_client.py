@@ -423,9 +423,21 @@ class Client:
         kind: str | None = None,
         cursor: str | None = None,
         limit: int = 100,
+        queue: str | None = None,
+        error_contains: str | None = None,
+        newest_first: bool = False,
     ) -> JobPage:
-        """One page of jobs, oldest first, optionally of one status and kind."""
-        params = drop_none(status=status and str(status), kind=kind, cursor=cursor)
+        """One page of jobs, oldest first (``newest_first``: by id, descending), optionally
+        of one status, kind and queue, and with ``error_contains`` in the last error.
+        Pass the page's ``next_cursor`` as ``cursor``, with the same filters, for the next."""
+        params = drop_none(
+            status=status and str(status),
+            kind=kind,
+            cursor=cursor,
+            queue=queue,
+            error_contains=error_contains,
+            order="desc" if newest_first else None,
+        )
         data = await self._call("GET", "/jobs", params={**params, "limit": str(limit)})
         jobs = [parse_job(j) for j in listed(data, "jobs")]
         return JobPage(jobs, field(data, "next_cursor"))

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from leasehold.cli.admin import parse, render
 from leasehold.cli.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
+from leasehold.cli.admin.table import Output
 from leasehold.cli.admin.watch import show_stats
 from leasehold.cli.admin.wire import attempt_json, job_json, print_json
 from leasehold.cli.credentials import resolve_token
@@ -118,6 +119,20 @@ def jobs(
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=MAX_PAGE_LIMIT, help="Jobs per page.")
     ] = 50,
+    queue: Annotated[
+        str | None, typer.Option("--queue", help="Only jobs in this queue.", show_default=False)
+    ] = None,
+    error_contains: Annotated[
+        str | None,
+        typer.Option(
+            "--error-contains",
+            help="Only jobs whose last error contains this text.",
+            show_default=False,
+        ),
+    ] = None,
+    oldest_first: Annotated[
+        bool, typer.Option("--oldest-first", help="List the oldest jobs first.")
+    ] = False,
     cursor: Annotated[
         str | None,
         typer.Option(
@@ -129,15 +144,23 @@ def jobs(
     token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
-    """List jobs, oldest first, one page at a time."""
+    """List jobs, newest first, one page at a time."""
     wanted = parse.status(status)
     with connected(url, token, token_file) as client:
-        page = client.list(status=wanted, kind=kind, cursor=cursor, limit=limit)
+        page = client.list(
+            status=wanted,
+            kind=kind,
+            queue=queue,
+            error_contains=error_contains,
+            newest_first=not oldest_first,
+            cursor=cursor,
+            limit=limit,
+        )
     if as_json:
         print_json({"jobs": [job_json(j) for j in page.jobs], "next_cursor": page.next_cursor})
     else:
-        console = Console()
-        console.print(render.job_list(page.jobs, page.next_cursor, console.width))
+        out = Output()
+        out.print(render.job_list(page.jobs, page.next_cursor, out.width))
 
 
 def job(
@@ -154,8 +177,8 @@ def job(
     if as_json:
         print_json({"job": job_json(found), "attempts": [attempt_json(a) for a in attempts]})
     else:
-        console = Console()
-        console.print(render.job_detail(found, attempts, console.width))
+        out = Output()
+        out.print(render.job_detail(found, attempts, out.width))
 
 
 def requeue(

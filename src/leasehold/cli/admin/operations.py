@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from leasehold.cli.admin import parse, render
 from leasehold.cli.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
-from leasehold.cli.admin.table import Cell, Column, fitted
+from leasehold.cli.admin.table import Cell, Column, Output, fitted
 from leasehold.cli.admin.wire import print_json
 from leasehold.cli.terminal import plain
 from leasehold.client import DEFAULT_URL
@@ -122,11 +121,11 @@ def queues(
     if as_json:
         print_json({"queues": found})
         return
-    console = Console()
-    console.print(queue_table(found, console.width))
+    out = Output()
+    out.print(queue_table(found, out.width))
 
 
-def queue_table(found: list[dict[str, Any]], width: int) -> Any:
+def queue_table(found: list[dict[str, Any]], width: int | None) -> Any:
     statuses = ["queued", "running", "completed", "dead", "cancelled"]
     rows: list[list[Cell]] = []
     for q in found:
@@ -186,7 +185,6 @@ def workers(
     if as_json:
         print_json({"workers": found, "unserved": unserved})
         return
-    console = Console()
     rows: list[list[Cell]] = []
     for w in found:
         state = Text("live", style="green") if w["live"] else Text("gone", style="dim red")
@@ -214,6 +212,6 @@ def workers(
         Column("LAST SEEN", justify="right"),
         Column("VERSION", shrink=5),
     ]
-    console.print(fitted(columns, rows, console.width, caption=None if rows else "no workers seen"))
-    for gap in unserved:
-        console.print(plain(render.unserved_line(gap), "bold yellow"))
+    out = Output()
+    listed = fitted(columns, rows, out.width, caption=None if rows else "no workers seen")
+    out.print(listed, *(plain(render.unserved_line(gap), "bold yellow") for gap in unserved))

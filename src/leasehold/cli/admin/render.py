@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from leasehold.cli.admin.table import Cell, Column, fitted
+from leasehold.cli.admin.table import Cell, Column, Output, fitted
 from leasehold.cli.admin.wire import job_json, print_json
 from leasehold.cli.terminal import plain
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Event, Job
@@ -82,7 +82,7 @@ JOB_COLUMNS = (
 )
 
 
-def job_list(jobs: Sequence[Job], next_cursor: str | None, width: int) -> RenderableType:
+def job_list(jobs: Sequence[Job], next_cursor: str | None, width: int | None) -> RenderableType:
     """One line per job; the kind, worker and error are cut short (…) to fit ``width``."""
     today = datetime.now(UTC).date()
     rows: list[list[Cell]] = [
@@ -103,7 +103,7 @@ def job_list(jobs: Sequence[Job], next_cursor: str | None, width: int) -> Render
     return fitted(JOB_COLUMNS, rows, width, caption=caption)
 
 
-def job_detail(job: Job, attempts: Sequence[Attempt] | None, width: int) -> RenderableType:
+def job_detail(job: Job, attempts: Sequence[Attempt] | None, width: int | None) -> RenderableType:
     """The job's fields; with ``attempts`` (``leasehold job``), its history and its last
     error in full too."""
     fields = Table.grid(padding=(0, 2))
@@ -154,7 +154,7 @@ ATTEMPT_COLUMNS = (
 )
 
 
-def attempt_table(attempts: Sequence[Attempt], width: int) -> RenderableType:
+def attempt_table(attempts: Sequence[Attempt], width: int | None) -> RenderableType:
     if not attempts:
         return Text("no attempts yet", style="dim")
     rows: list[list[Cell]] = [
@@ -171,7 +171,7 @@ def attempt_table(attempts: Sequence[Attempt], width: int) -> RenderableType:
     return fitted(ATTEMPT_COLUMNS, rows, width, title="attempts")
 
 
-def stats_view(stats: dict[str, Any], width: int) -> RenderableType:
+def stats_view(stats: dict[str, Any], width: int | None) -> RenderableType:
     by_status: dict[str, int] = stats["by_status"]
     statuses = list(by_status)
     counts = fitted(
@@ -209,7 +209,7 @@ def _breakdown(
     header: str,
     counts: dict[str, dict[str, int]],
     statuses: list[str],
-    width: int,
+    width: int | None,
     rest: dict[str, Any] | None = None,
 ) -> list[RenderableType]:
     """One row per name; then, styled apart from any name, the rows the coordinator added
@@ -232,7 +232,7 @@ def _count(status: str, n: int) -> Text:
     return Text(str(n), style=STATUS_STYLES.get(status, "") if n else "dim")
 
 
-def _figures(stats: dict[str, Any], width: int) -> RenderableType:
+def _figures(stats: dict[str, Any], width: int | None) -> RenderableType:
     totals: dict[str, int] = stats["totals"]
     window = f"last {stats['average_window_seconds'] // 60} min"
     recent = [
@@ -262,7 +262,6 @@ def show_job(job: Job, as_json: bool, headline: str | None = None) -> None:
     if as_json:
         print_json(job_json(job))
         return
-    console = Console()
-    if headline is not None:
-        console.print(plain(headline))
-    console.print(job_detail(job, None, console.width))
+    out = Output()
+    above = [] if headline is None else [plain(headline)]
+    out.print(*above, job_detail(job, None, out.width))

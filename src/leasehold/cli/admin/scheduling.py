@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from leasehold.cli.admin import parse
 from leasehold.cli.admin.connect import EXIT_CODES_HELP, AsJson, Token, TokenFile, Url, connected
-from leasehold.cli.admin.table import Cell, Column, fitted
+from leasehold.cli.admin.table import Cell, Column, Output, fitted
 from leasehold.cli.admin.wire import print_json
 from leasehold.client import DEFAULT_URL
 from leasehold.model import (
@@ -61,8 +60,8 @@ def _show_schedules(found: list[dict[str, Any]], as_json: bool, one: bool = Fals
         Column("NEXT FIRE (UTC)"),
         Column("LAST FIRE (UTC)", shrink=6),
     ]
-    console = Console()
-    console.print(fitted(columns, rows, console.width, caption=None if rows else "no schedules"))
+    out = Output()
+    out.print(fitted(columns, rows, out.width, caption=None if rows else "no schedules"))
 
 
 def _show_limits(found: list[dict[str, Any]], as_json: bool, one: bool = False) -> None:
@@ -77,8 +76,8 @@ def _show_limits(found: list[dict[str, Any]], as_json: bool, one: bool = False) 
         Column("MAX RUNNING", justify="right"),
         Column("RUNNING NOW", justify="right"),
     ]
-    console = Console()
-    console.print(fitted(columns, rows, console.width, caption=None if rows else "no limits"))
+    out = Output()
+    out.print(fitted(columns, rows, out.width, caption=None if rows else "no limits"))
 
 
 @schedules.command("list", epilog=EXIT_CODES_HELP)

@@ -11,6 +11,7 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 
 from leasehold.cli.admin import render
+from leasehold.cli.admin.table import Output
 from leasehold.cli.admin.wire import print_json
 from leasehold.cli.terminal import plain, safe
 from leasehold.errors import Unavailable
@@ -31,8 +32,8 @@ def show_stats(client: SyncClient, url: str, watch: float | None, as_json: bool)
         if as_json:
             print_json(first)
         else:
-            console = Console()
-            console.print(render.stats_view(first, console.width))
+            out = Output()
+            out.print(render.stats_view(first, out.width))
         return
     try:
         if as_json:
