@@ -1,7 +1,9 @@
-"""The process's client: made once, on first use (safe across a fork of the server)."""
+"""The process's client: made once, on first use (safe across a fork of the server), and
+closed when the process exits, so that its connections end cleanly."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 
 from leasehold import SyncClient
@@ -9,4 +11,6 @@ from leasehold import SyncClient
 
 @functools.cache
 def client() -> SyncClient:
-    return SyncClient.from_env()  # $LEASEHOLD_URL, or http://127.0.0.1:8080
+    made = SyncClient.from_env()  # $LEASEHOLD_URL, or http://127.0.0.1:8080
+    atexit.register(made.close)  # Django has no shutdown hook; a process's exit is the end
+    return made

@@ -5,8 +5,10 @@
     uvicorn examples.fastapi_app.app:app --port 8000                 # the app
 
     curl -s -X POST localhost:8000/reports -H 'content-type: application/json' \\
-        -d '{"customer": "ada", "months": 3}'                        # {"job_id": 1}
-    curl -s 'localhost:8000/reports/1?wait=10'                       # the report
+        -d '{"customer": "ada", "months": 3}'                        # {"job_id": 7}
+    curl -s 'localhost:8000/reports/7?wait=10'                       # job 7's report
 
-(run from the repository root, with the virtual environment active).
+(run from the repository root, with the virtual environment active; the job id is the
+one the POST answered). A job that is not a report is answered 404, as is a missing one.
+It needs FastAPI and uvicorn, which leasehold itself depends on.
 """

@@ -9,7 +9,7 @@ from fastapi import FastAPI, HTTPException, Request
 from pydantic import BaseModel, Field
 
 from examples.fastapi_app.tasks import Report, build_report
-from leasehold import Client, JobCancelled, JobFailed, ResultTimeout
+from leasehold import Client, JobCancelled, JobFailed, JobNotFound, ResultTimeout
 
 
 @asynccontextmanager
@@ -42,7 +42,12 @@ async def request_report(body: ReportRequest, request: Request) -> Enqueued:
 async def get_report(job_id: int, request: Request, wait: float = 10.0) -> Report:
     client: Client = request.app.state.leasehold
     try:
+        # A job of another kind (any producer's) is no report: not found either.
+        if (await client.get(job_id)).kind != build_report.kind:
+            raise JobNotFound
         return build_report.decode(await client.result(job_id, timeout=min(wait, 30.0)))
+    except JobNotFound:
+        raise HTTPException(404, f"no report has id {job_id}") from None
     except ResultTimeout:
         raise HTTPException(504, "the report is not ready yet; ask again") from None
     except (JobFailed, JobCancelled) as exc:

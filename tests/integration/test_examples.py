@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 import uvicorn
 
+from leasehold import Client
 from tests.process import Coordinator, free_port, sqlite_coordinator, wait_until
 from tests.workers import COORDINATOR_ARGS
 
@@ -77,6 +78,13 @@ async def test_fastapi_enqueues_from_a_request_and_waits_in_another(
                 assert await answer.json() == {"customer": "ada", "months": 3, "total_cents": 3750}
             async with session.post(f"{base}/reports", json={"customer": "x", "months": 0}) as bad:
                 assert bad.status == 422
+            # A job of another kind is no report, and neither is a job that does not exist.
+            async with Client(coordinator.url) as client:
+                other = await client.enqueue("example-not-a-report", {})
+            for missing in (other.id, 10**9):
+                async with session.get(f"{base}/reports/{missing}?wait=1") as answer:
+                    assert answer.status == 404, await answer.text()
+                    assert await answer.json() == {"detail": f"no report has id {missing}"}
     finally:
         server.should_exit = True
         await asyncio.wait_for(serving, WITHIN)
@@ -92,6 +100,7 @@ def test_django_command_and_view_enqueue(
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("job ") and "welcome mail to ada@x.org (job " in run.stdout
+    assert "Unclosed" not in run.stderr  # the client is closed when the process ends
     # The view, through Django's test client, in a process of its own (Django's settings
     # are global to a process).
     script = (
@@ -104,6 +113,15 @@ def test_django_command_and_view_enqueue(
         "bad = Client().post('/welcome')\n"
         "job = json.loads(ok.content)['job_id']\n"
         "print(ok.status_code, bad.status_code, client().result(job, timeout=25))\n"
+        # Another kind's job already holds the key the task makes for carol.
+        "client().enqueue('send-welcome', {}, idempotency_key='welcome:carol@x.org')\n"
+        "taken = Client().post('/welcome?email=carol@x.org')\n"
+        "print(taken.status_code, json.loads(taken.content)['error'])\n"
+        "from django.core.management import CommandError, call_command\n"
+        "try:\n"
+        "    call_command('enqueue_welcome', 'carol@x.org')\n"
+        "except CommandError as exc:\n"
+        "    print('command:', exc)\n"
     )
     view = subprocess.run(
         [sys.executable, "-c", script],
@@ -114,4 +132,8 @@ def test_django_command_and_view_enqueue(
         timeout=60,
     )
     assert view.returncode == 0, view.stderr
-    assert view.stdout.startswith("202 422 welcome mail to bob@x.org (job ")
+    served, taken, refused = view.stdout.splitlines()
+    assert served.startswith("202 422 welcome mail to bob@x.org (job ")
+    assert taken == "409 conflict"  # not a 500
+    assert refused.startswith("command: not enqueued: ")
+    assert "Unclosed" not in view.stderr

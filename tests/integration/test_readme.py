@@ -144,10 +144,17 @@ def json_values(text: str) -> list[Any]:
 
 
 def test_the_protocol_in_four_requests(coordinator: Coordinator, tmp_path: Path) -> None:
+    """Run after other jobs, as when README's sections are followed in order: the block
+    works on the job it enqueued, under the token its lease got."""
+    earlier = post(coordinator.url + "/jobs", {"kind": "resize-image"})[1]
+    lease = post(coordinator.url + "/lease", {"worker_id": "w0"})[1]
+    done = post(f"{coordinator.url}/jobs/{earlier['id']}/complete", {"token": lease["token"]})
+    assert done[0] == 200
     output = "\n".join(run(blocks()["protocol"], tmp_path, coordinator.url))
     enqueued, leased, renewed, completed = json_values(output)
+    assert enqueued["id"] == leased["job"]["id"] == completed["id"] != earlier["id"]
     assert (enqueued["status"], renewed["lease_token"]) == ("queued", leased["token"])
-    assert (completed["status"], completed["result"]) == ("completed", {"message_id": "abc"})
+    assert (completed["status"], completed["result"]) == ("completed", {"charge_id": "ch_1"})
 
 
 def test_the_worker_session(coordinator: Coordinator, tmp_path: Path) -> None:

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from examples.django_app.producer import client
 from examples.django_app.tasks import send_welcome
+from leasehold import IdempotencyConflict, JobFailed, ResultTimeout
 
 
 class Command(BaseCommand):
@@ -16,5 +17,13 @@ class Command(BaseCommand):
         parser.add_argument("--wait", type=float, default=10.0, help="seconds to wait")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        handle = send_welcome.enqueue(client(), options["email"])
-        self.stdout.write(f"job {handle.id}: {handle.result(timeout=options['wait'])}")
+        # CommandError: one line on stderr and exit 1, as Django's own commands fail.
+        try:
+            handle = send_welcome.enqueue(client(), options["email"])
+        except IdempotencyConflict as exc:  # the key names another job
+            raise CommandError(f"not enqueued: {exc.message}") from None
+        try:
+            result = handle.result(timeout=options["wait"])
+        except (JobFailed, ResultTimeout) as exc:
+            raise CommandError(f"job {handle.id}: {exc}") from None
+        self.stdout.write(f"job {handle.id}: {result}")
