@@ -123,10 +123,12 @@ def test_running_job_shows_its_lease_counting_down(
 def test_jobs_filter_by_kind_and_page_with_the_cursor(
     browser: Browser, dashboard: Coordinator
 ) -> None:
-    """The jobs list filters by kind and status and walks pages with next_cursor."""
+    """The jobs list filters by kind and status, lists the newest first (or the oldest)
+    and walks pages with next_cursor."""
     http = Http(dashboard.url)
     seed_small(http)
     bulk = [http.enqueue("bulk", payload={"n": n})["id"] for n in range(30)]
+    newest = bulk[::-1]
     driver = browser.driver
     driver.get(dashboard.url + "/ui/#/jobs?kind=bulk&limit=25")
 
@@ -134,12 +136,15 @@ def test_jobs_filter_by_kind_and_page_with_the_cursor(
         rows = d.find_elements(By.CSS_SELECTOR, "tbody tr[data-job-id]")
         return [int(r.get_attribute("data-job-id") or 0) for r in rows]
 
-    wait_for(driver, lambda d: shown_ids(d) == bulk[:25])
+    wait_for(driver, lambda d: shown_ids(d) == newest[:25])
     driver.find_element(By.XPATH, "//button[contains(., 'Next')]").click()
-    wait_for(driver, lambda d: shown_ids(d) == bulk[25:])
+    wait_for(driver, lambda d: shown_ids(d) == newest[25:])
     assert not driver.find_element(By.XPATH, "//button[contains(., 'Next')]").is_enabled()
     driver.find_element(By.XPATH, "//button[contains(., 'Previous')]").click()
+    wait_for(driver, lambda d: shown_ids(d) == newest[:25])
+    Select(driver.find_element(By.CSS_SELECTOR, 'select[name="order"]')).select_by_value("asc")
     wait_for(driver, lambda d: shown_ids(d) == bulk[:25])
+    assert "order=asc" in driver.current_url
 
     Select(driver.find_element(By.CSS_SELECTOR, 'select[name="status"]')).select_by_value("dead")
     element(driver, ".empty-state")

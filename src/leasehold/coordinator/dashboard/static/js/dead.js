@@ -7,7 +7,13 @@ import { COLUMNS, JobTable } from "./jobtable.js";
 
 export function mount(root, ctx, params) {
   const kind = kindInput(params.get("kind"), "dead-kind");
-  const errorContains = h("input", { name: "error_contains", maxlength: 1000, placeholder: "any error", spellcheck: "false" });
+  const errorContains = h("input", {
+    name: "error_contains",
+    value: params.get("error_contains") ?? "",
+    maxlength: 1000,
+    placeholder: "any error",
+    spellcheck: "false",
+  });
   const table = new JobTable({
     caption: "Dead jobs",
     empty: "No dead jobs. Nothing to requeue.",
@@ -33,28 +39,37 @@ export function mount(root, ctx, params) {
     ],
   });
 
+  // The list shows what "Requeue all matching…" would take: the same kind and error filter.
+  function current() {
+    return { kind: kind.input.value.trim(), error_contains: errorContains.value.trim() };
+  }
+
+  let shown = 0; // rows on the page shown, the whole list when there is no next page
   async function apply() {
-    rememberInHash("dead", { kind: kind.input.value.trim() });
+    const filter = current();
+    rememberInHash("dead", filter);
     try {
-      await table.load({ status: "dead", kind: kind.input.value.trim() });
+      shown = (await table.load({ status: "dead", ...filter })).length;
     } catch (error) {
       ctx.fail(error);
     }
   }
 
   async function requeueAll() {
+    await apply(); // what the box says now, even if it was typed without Apply
     const stats = ctx.history.latest;
-    const k = kind.input.value.trim();
-    const filter = { kind: k, error_contains: errorContains.value.trim() };
-    // With an error filter we cannot know the count in advance; the answer says it.
-    let expected = null;
-    if (stats && !filter.error_contains) {
-      expected = k ? (stats.by_kind[k]?.dead ?? 0) : stats.by_status.dead;
+    const filter = current();
+    // One page holds every match: that is the count. Else, without an error filter, /stats
+    // has it; with one, the answer says how many.
+    let expected = table.nextCursor ? null : shown;
+    if (expected === null && stats && !filter.error_contains) {
+      expected = filter.kind ? (stats.by_kind[filter.kind]?.dead ?? 0) : stats.by_status.dead;
     }
-    if ((await requeueMany(filter, expected, ctx)) !== null) await table.load(table.filter).catch(ctx.fail);
+    if ((await requeueMany(filter, expected, ctx)) !== null) await apply();
   }
 
   kind.input.addEventListener("change", apply);
+  errorContains.addEventListener("change", apply);
   fill(
     root,
     h("h1", {}, "Dead jobs"),
@@ -63,7 +78,7 @@ export function mount(root, ctx, params) {
       "form",
       { class: "toolbar", role: "search", "aria-label": "Filter dead jobs", onsubmit: (e) => (e.preventDefault(), apply()) },
       labelled("Kind", kind.input, kind.list),
-      h("label", { class: "admin-only" }, "Error contains (bulk requeue only)", errorContains),
+      labelled("Error contains", errorContains),
       h("button", { type: "submit" }, "Apply"),
       h("span", { class: "spacer" }),
       h("button", { type: "button", class: "danger admin-only", id: "requeue-all", onclick: requeueAll }, "Requeue all matching…"),

@@ -4,8 +4,9 @@ import { requeueOne } from "./actions.js";
 import { ApiError, get } from "./api.js";
 import { fill, h } from "./dom.js";
 import { duration, json, secondsBetween } from "./format.js";
-import { statusBadge, timeCell } from "./jobtable.js";
+import { errorCell, statusBadge, timeCell } from "./jobtable.js";
 import { Countdowns } from "./lease.js";
+import { errorLine, errorView } from "./traceback.js";
 
 // While a job can still change, look again this often.
 const REFRESH_MS = 3000;
@@ -61,7 +62,7 @@ function attemptTable(attempts) {
       h("td", {}, timeCell(a.finished_at)),
       h("td", { class: "num" }, duration(secondsBetween(a.leased_at, a.finished_at))),
       h("td", {}, statusBadge(a.outcome)),
-      h("td", {}, a.error ? h("span", { class: "error-text", title: a.error }, a.error) : ""),
+      h("td", {}, errorCell(errorLine(a.error))),
     ),
   );
   return h(
@@ -116,7 +117,9 @@ export function mount(root, ctx, params, id) {
           { class: "values" },
           block("Payload", json(job.payload)),
           job.status === "completed" || job.result !== null ? block("Result", json(job.result)) : null,
-          job.last_error !== null ? block("Last error", job.last_error, "json error") : null,
+          job.last_error !== null
+            ? h("section", { class: "panel", id: "last-error" }, h("h2", {}, "Last error"), errorView(job.last_error))
+            : null,
         ),
       ),
       h("section", { class: "panel" }, attemptTable(attempts)),

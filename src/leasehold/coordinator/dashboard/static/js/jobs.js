@@ -1,4 +1,4 @@
-// All jobs, filtered by status and kind, a page at a time.
+// All jobs, filtered by status, kind and queue, newest (or oldest) first, a page at a time.
 
 import { bulkBar } from "./bulk.js";
 import { fill, h } from "./dom.js";
@@ -10,6 +10,12 @@ export function mount(root, ctx, params) {
   const kind = kindInput(params.get("kind"), "jobs-kind");
   const size = pageSizeSelect(Number(params.get("limit")) || 50);
   const queue = h("input", { name: "queue", value: params.get("queue") ?? "", placeholder: "any queue", maxlength: 100, spellcheck: "false" });
+  const order = h(
+    "select",
+    { name: "order" },
+    h("option", { value: "desc" }, "newest first"),
+    h("option", { value: "asc", selected: params.get("order") === "asc" }, "oldest first"),
+  );
   const table = new JobTable({
     caption: "Jobs",
     empty: "No job matches these filters.",
@@ -20,8 +26,8 @@ export function mount(root, ctx, params) {
   const bulk = bulkBar(table, ctx);
 
   async function apply() {
-    const filter = { status: status.value, kind: kind.input.value.trim(), queue: queue.value.trim() };
-    rememberInHash("jobs", { ...filter, limit: size.value === "50" ? "" : size.value });
+    const filter = { status: status.value, kind: kind.input.value.trim(), queue: queue.value.trim(), order: order.value };
+    rememberInHash("jobs", { ...filter, order: order.value === "desc" ? "" : order.value, limit: size.value === "50" ? "" : size.value });
     try {
       await table.load(filter, Number(size.value));
     } catch (error) {
@@ -35,6 +41,7 @@ export function mount(root, ctx, params) {
     labelled("Status", status),
     labelled("Kind", kind.input, kind.list),
     labelled("Queue", queue),
+    labelled("Order", order),
     labelled("Per page", size),
     h("button", { type: "submit" }, "Apply"),
     h("span", { class: "spacer" }),
@@ -42,6 +49,7 @@ export function mount(root, ctx, params) {
   );
   status.addEventListener("change", apply);
   size.addEventListener("change", apply);
+  order.addEventListener("change", apply);
   kind.input.addEventListener("change", apply);
   queue.addEventListener("change", apply);
   fill(root, h("h1", {}, "Jobs"), form, bulk.el, h("section", { class: "panel" }, table.el));

@@ -4,6 +4,7 @@
 import { get, query } from "./api.js";
 import { fill, h } from "./dom.js";
 import { localTime } from "./format.js";
+import { errorLine } from "./traceback.js";
 
 export function jobLink(job) {
   return h("a", { href: `#/jobs/${Number(job.id)}`, class: "mono" }, `#${job.id}`);
@@ -19,9 +20,7 @@ export function timeCell(iso) {
 
 /** The last line of an error (the exception and its message); the job page shows it all. */
 export function errorSummary(job) {
-  if (job.error_summary) return job.error_summary;
-  const lines = (job.last_error ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
-  return lines.length ? lines[lines.length - 1] : "";
+  return job.error_summary || errorLine(job.last_error);
 }
 
 export function errorCell(text) {
@@ -66,13 +65,14 @@ export class JobTable {
     );
   }
 
-  /** Start again at the first page with this filter ({status?, kind?}). */
+  /** Start again at the first page with this filter ({status?, kind?, queue?, error_contains?,
+   * order?}); resolves to the page's jobs. */
   async load(filter, pageSize = this.pageSize) {
     this.filter = filter;
     this.pageSize = pageSize;
     this.cursors = [null];
     this.page = 0;
-    await this.refresh();
+    return this.refresh();
   }
 
   async go(page) {
@@ -83,7 +83,8 @@ export class JobTable {
 
   /** Fetch the current page again. */
   async refresh() {
-    const params = { ...this.filter, limit: this.pageSize, cursor: this.cursors[this.page] };
+    // Newest first unless the filter says otherwise: the jobs just made are the ones looked for.
+    const params = { order: "desc", ...this.filter, limit: this.pageSize, cursor: this.cursors[this.page] };
     const answer = await get(`jobs${query(params)}`);
     this.nextCursor = answer.next_cursor;
     this.cursors.length = this.page + 1;
@@ -134,7 +135,7 @@ export class JobTable {
     this.nextButton.disabled = !this.nextCursor;
     const first = this.page * this.pageSize + 1;
     this.position.textContent = jobs.length
-      ? `Page ${this.page + 1} · jobs ${first}–${first + jobs.length - 1} by id`
+      ? `Page ${this.page + 1} · jobs ${first}–${first + jobs.length - 1}, ${this.filter.order === "asc" ? "oldest" : "newest"} first`
       : "";
     if (!jobs.length) {
       fill(this.body, h("p", { class: "empty-state" }, this.page ? "No more jobs." : this.empty));
