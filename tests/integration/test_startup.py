@@ -18,6 +18,8 @@ from leasehold import cli
 from leasehold.coordinator.startup import EXIT_DATABASE, EXIT_LISTEN_FAILED, EXIT_REFUSED
 from tests.process import Coordinator, free_port
 
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
 
 def serve(
     *args: str, cwd: Path, timeout: float = 30, port: int | None = None, **env: str
@@ -125,6 +127,7 @@ def test_a_postgres_url_without_the_extra_says_how_to_install_it(tmp_path: Path)
     line = one_line_failure(done, EXIT_REFUSED)
     assert "pip install 'leasehold-queue[postgres]'" in line
     assert "make install EXTRAS=postgres" in line
+    assert f"\n{line}\nexit 2\n" in README  # README shows the line as it is
 
 
 def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
@@ -140,6 +143,7 @@ def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert "--port" in line
     assert not (tmp_path / "jobs.db").exists()
     assert "uvicorn" not in done.stderr
+    assert f"\n{line.replace(str(port), '8080')}\nexit 1\n" in README
 
 
 def test_serve_help_fits_80_columns_and_names_every_flag() -> None:
