@@ -87,6 +87,27 @@ def test_load_app_imports_from_the_current_directory(
         load_app("empty_jobs_for_test:registry")
 
 
+def test_an_import_error_names_the_file_and_line_and_keeps_the_modules_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A syntax error shows Python's caret and its line; a module that is not there is one
+    line, with no traceback (there is no code of its own to show)."""
+    (tmp_path / "typo_jobs_for_test.py").write_text("def handler(job:\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    with pytest.raises(AppLoadError) as typo:
+        load_app("typo_jobs_for_test:registry")
+    assert "(typo_jobs_for_test.py, line 1): SyntaxError: " in str(typo.value)
+    assert typo.value.traceback is not None and "^" in typo.value.traceback
+    assert "importlib" not in typo.value.traceback
+    with pytest.raises(AppLoadError) as missing:
+        load_app("no_such_jobs_for_test:registry")
+    assert str(missing.value).endswith(
+        "ModuleNotFoundError: No module named 'no_such_jobs_for_test'"
+    )
+    assert missing.value.traceback is None
+
+
 async def test_call_with_retry_retries_unavailable_only_as_often_as_allowed() -> None:
     calls: list[int] = []
 
