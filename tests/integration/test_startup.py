@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from typer.testing import CliRunner
 
 from leasehold import cli
 from leasehold.coordinator.startup import EXIT_DATABASE, EXIT_LISTEN_FAILED, EXIT_REFUSED
@@ -164,3 +165,16 @@ def test_serve_help_fits_80_columns_and_names_every_flag() -> None:
     assert shown == {flag for p in command.params for flag in p.opts} | {"--help"}
     assert "--allow-ephemeral-database" in shown
     assert "Exit codes: 0 stopped cleanly; 1 could not listen" in " ".join(done.stdout.split())
+
+
+def test_the_command_list_gives_each_first_sentence_whole() -> None:
+    """`leasehold --help` at 80 columns wraps each command's first sentence, never cuts it."""
+    shown = CliRunner().invoke(cli.app, ["--help"], env={"COLUMNS": "80"}).stdout
+    listed = shown.split("Commands:")[1]
+    assert "..." not in listed and "…" not in listed
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    words = " ".join(shown.split())
+    assert (
+        "certify-worker Certify a worker: start a coordinator on a temporary SQLite file," in words
+    )
+    assert "the cancellation honoured, a graceful SIGTERM." in words

@@ -11,6 +11,7 @@ from leasehold._version import __version__
 from leasehold.cli import admin as _admin
 from leasehold.cli.admin.scheduling import limits, schedules
 from leasehold.cli.demo import demo as _demo
+from leasehold.cli.help import Commands
 from leasehold.cli.logs import configure_quiet_logging
 from leasehold.cli.serve import serve
 from leasehold.cli.tokens import new_token_command
@@ -23,7 +24,9 @@ app = typer.Typer(
     help="A distributed job queue with fenced leases.",
     no_args_is_help=True,
     add_completion=False,
+    # click's plain layout: rich's table cuts long flag names at 80 columns.
     rich_markup_mode=None,
+    cls=Commands,
 )
 
 

@@ -13,6 +13,7 @@ from leasehold.cli.admin import parse
 from leasehold.cli.admin.connect import EXIT_CODES_HELP, AsJson, Token, TokenFile, Url, connected
 from leasehold.cli.admin.table import Cell, Column, Output, fitted
 from leasehold.cli.admin.wire import print_json
+from leasehold.cli.help import Commands
 from leasehold.client import DEFAULT_URL
 from leasehold.model import (
     DEFAULT_CATCH_UP,
@@ -26,9 +27,13 @@ from leasehold.model import (
 )
 
 schedules = typer.Typer(
-    help="Periodic jobs: list, show, create or replace, delete.", no_args_is_help=True
+    help="Periodic jobs: list, show, create or replace, delete.",
+    no_args_is_help=True,
+    cls=Commands,
 )
-limits = typer.Typer(help="Per-kind concurrency limits: list, set, delete.", no_args_is_help=True)
+limits = typer.Typer(
+    help="Per-kind concurrency limits: list, set, delete.", no_args_is_help=True, cls=Commands
+)
 
 Name = Annotated[str, typer.Argument(help="The schedule's name.")]
 
