@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import pytest
+import structlog
 from prometheus_client.parser import text_string_to_metric_families
+from structlog.testing import capture_logs
 
 from tests.conftest import CoordinatorFactory
 from tests.http import Api, eventually
-from tests.inproc import InProcessCoordinator
+from tests.inproc import InProcessCoordinator, asgi_app
 from tests.process import Coordinator
 
 
@@ -217,3 +221,33 @@ async def test_logs_are_json_with_job_fields_and_no_payloads(
     requests = [line for line in lines if line["event"] == "http.request"]
     assert any(r["status"] == 409 for r in requests)
     assert all({"method", "route", "status", "duration_ms"} <= r.keys() for r in requests)
+    # Which coordinator, who asked, and which request: on every request's lines.
+    assert {line.get("instance") for line in lines} == {
+        f"{socket.gethostname()}:{coordinator.port}"
+    }
+    assert {r["client"] for r in requests} == {"127.0.0.1"}
+    assert len({r["request_id"] for r in requests}) == len(requests)
+    enqueued = [line for line in lines if line["event"] == "job.enqueued"]
+    assert {line["request_id"] for line in enqueued} <= {r["request_id"] for r in requests}
+
+
+async def test_a_request_id_is_taken_or_made_sent_back_and_logged(sqlite_url: str) -> None:
+    """X-Request-ID: the client's when it is a plain token, else a new one; the answer
+    carries it back, and every line logged while the request is answered carries it."""
+    # Open access would refuse a request through a proxy: the operator allows it here.
+    async with asgi_app(sqlite_url, trusted_proxies="127.0.0.1", allow_open_access=True) as app:
+        with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
+            given = await app.post(
+                "/jobs",
+                {"kind": "k"},
+                headers={"x-request-id": "abc-123", "x-forwarded-for": "203.0.113.7"},
+            )
+            made = [await app.get("/jobs/1") for _ in range(2)]
+            hostile = await app.get("/jobs/1", headers={"x-request-id": "a b\x1b[2J"})
+    assert given.headers["x-request-id"] == "abc-123"
+    ids = [a.headers["x-request-id"] for a in (*made, hostile)]
+    assert all(re.fullmatch("[0-9a-f]{32}", i) for i in ids) and len(set(ids)) == 3
+    lines = {(line["event"], line["request_id"]): line for line in logs}
+    assert lines["job.enqueued", "abc-123"]["client"] == "203.0.113.7"  # a trusted proxy's
+    assert lines["http.request", "abc-123"]["route"] == "/jobs"
+    assert lines["http.request", ids[0]]["client"] == "127.0.0.1"
