@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -24,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.process import terminate
 
 START_SECONDS = 10.0
 UNPRIVILEGED = "nobody"
@@ -84,13 +85,7 @@ class Nginx:
 
     def stop(self) -> None:
         """A fast shutdown (SIGTERM), then the folder is removed."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, 10)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

