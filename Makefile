@@ -51,11 +51,14 @@ install-test: $(TEST_STAMP)
 run: $(STAMP)
 	$(BIN)/leasehold serve --port $(PORT)
 
-## Lint, type-check and run every test with coverage (PostgreSQL and chromium are installed
-## if missing)
+## Lint, type-check and run every test with coverage (PostgreSQL, chromium, nginx and
+## Prometheus are installed if missing)
 test: lint typecheck imports
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-browser.sh
+	bash scripts/ensure-debian-package.sh nginx nginx
+	bash scripts/ensure-debian-package.sh openssl openssl
+	bash scripts/ensure-debian-package.sh prometheus prometheus promtool
 	$(PYTEST) -n $(TEST_PROCESSES) $(DIST) --cov --cov-report=term:skip-covered
 
 ## The fast lane, under a minute: lint, types, the import graph, and every test that starts

@@ -24,7 +24,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import AsyncIterator, Generator, Mapping, MutableMapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -119,16 +119,18 @@ class InProcessCoordinator:
 
 @contextlib.asynccontextmanager
 async def serve_app(
-    store: Store, settings: CoordinatorSettings, clock: FakeClock | None
+    store: Store, settings: CoordinatorSettings, clock: FakeClock | None, port: int = 0
 ) -> AsyncIterator[InProcessCoordinator]:
-    """Serve ``create_app(settings, store=store, clock=clock)`` on a free loopback port."""
+    """Serve ``create_app(settings, store=store, clock=clock)`` on a loopback port: ``port``,
+    or a free one (a proxy or a scraper started first knows the port it was given)."""
     app = create_app(settings, store=store, clock=clock)
     logged = structlog.get_config()
     # Warnings and errors only, as `leasehold serve` would log them by default less its
     # info lines: a debug line per request costs more than the request in these tests.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
         app,
@@ -136,6 +138,7 @@ async def serve_app(
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=5,
+        proxy_headers=False,  # as `leasehold serve`: the peer stays the peer
         # Idle connections are closed by the coordinator's own server (connection limits
         # are tested against a real process); here a test's session may sit idle past
         # uvicorn's 5 s while another part of the test works, and its next request would
@@ -178,13 +181,24 @@ def quick_settings(**overrides: Any) -> CoordinatorSettings:
 class AsgiAnswer:
     status: int
     body: Any
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 Headers = list[tuple[bytes, bytes]]
 
 
-def http_scope(method: str, path: str, headers: Headers, query: bytes = b"") -> dict[str, Any]:
-    """The ASGI scope of one HTTP/1.1 request from a loopback client, as a server makes it."""
+LOOPBACK_CLIENT = ("127.0.0.1", 1)
+
+
+def http_scope(
+    method: str,
+    path: str,
+    headers: Headers,
+    query: bytes = b"",
+    client: tuple[str, int] = LOOPBACK_CLIENT,
+) -> dict[str, Any]:
+    """The ASGI scope of one HTTP/1.1 request from ``client`` (a loopback one by default),
+    as a server makes it."""
     return {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -195,7 +209,7 @@ def http_scope(method: str, path: str, headers: Headers, query: bytes = b"") -> 
         "raw_path": path.encode(),
         "query_string": query,
         "headers": headers,
-        "client": ("127.0.0.1", 1),
+        "client": client,
         "server": ("127.0.0.1", 80),
         "root_path": "",
         "state": {},
@@ -212,18 +226,21 @@ class AsgiApi:
         path: str,
         body: bytes | None = None,
         headers: Mapping[str, str | None] | None = None,
+        client: tuple[str, int] = LOOPBACK_CLIENT,
     ) -> AsgiAnswer:
         """``headers`` are added to (or, given None, taken from) the defaults: ``Host:
-        127.0.0.1``, and ``Content-Type: application/json`` on a body or a state change."""
+        127.0.0.1``, and ``Content-Type: application/json`` on a body or a state change;
+        ``client``: the connection's peer."""
         path, _, query = path.partition("?")
         sent: dict[str, str | None] = {"host": "127.0.0.1"}
         if body is not None or method != "GET":
             sent["content-type"] = "application/json"
         sent |= {k.lower(): v for k, v in (headers or {}).items()}
         encoded = [(k.encode(), v.encode()) for k, v in sent.items() if v is not None]
-        scope = http_scope(method, path, encoded, query.encode())
+        scope = http_scope(method, path, encoded, query.encode(), client)
         delivered = False
         status = 0
+        answered: dict[str, str] = {}
         chunks: list[bytes] = []
 
         async def receive() -> MutableMapping[str, Any]:
@@ -237,6 +254,7 @@ class AsgiApi:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                answered.update((k.decode(), v.decode()) for k, v in message.get("headers", ()))
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
@@ -246,7 +264,7 @@ class AsgiApi:
             parsed = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
             parsed = raw  # not JSON (a dashboard file, say): as sent
-        return AsgiAnswer(status, parsed)
+        return AsgiAnswer(status, parsed, answered)
 
     async def post(
         self,
@@ -262,8 +280,13 @@ class AsgiApi:
     async def put(self, path: str, json: Any) -> AsgiAnswer:
         return await self.request("PUT", path, orjson.dumps(json))
 
-    async def get(self, path: str, headers: Mapping[str, str | None] | None = None) -> AsgiAnswer:
-        return await self.request("GET", path, None, headers)
+    async def get(
+        self,
+        path: str,
+        headers: Mapping[str, str | None] | None = None,
+        client: tuple[str, int] = LOOPBACK_CLIENT,
+    ) -> AsgiAnswer:
+        return await self.request("GET", path, None, headers, client)
 
 
 @contextlib.asynccontextmanager

@@ -24,6 +24,18 @@ def free_port() -> int:
         return port
 
 
+def terminate(process: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout``; its exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+    return process.returncode
+
+
 def wait_until(predicate: object, timeout: float, interval: float = 0.02, what: str = "") -> None:
     """Poll ``predicate()`` until it is true, failing after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -132,14 +144,7 @@ class Coordinator:
         """SIGTERM and wait; returns the exit code."""
         if self.proc is None:
             return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        return self.proc.returncode
+        return terminate(self.proc, timeout)
 
     def restart(self, *, kill: bool = True) -> Coordinator:
         """Stop (SIGKILL by default) and start again on the same port and database."""

@@ -20,7 +20,7 @@ The tree::
     ├── Unauthorized            no valid bearer token                    (401)
     ├── Forbidden               the token's role may not make the request (403)
     │   └── CrossSite           a browser request from another site
-    ├── MisdirectedRequest      an open coordinator asked under a non-loopback name (421)
+    ├── MisdirectedRequest      an open coordinator asked other than directly on loopback (421)
     ├── PayloadTooLarge         the request body or payload is over a cap (413)
     ├── UnsupportedMediaType    a body that is not declared as JSON      (415)
     ├── Unavailable             the coordinator cannot serve right now    (503)
@@ -156,6 +156,7 @@ class CrossSite(Forbidden):
     code = "cross_site"
 
 
+# Also raised, with its own message, for a peer off loopback or a request through a proxy.
 class MisdirectedRequest(LeaseholdError):
     """Without tokens the coordinator answers only under a loopback name (localhost,
     127.0.0.1, [::1]): another Host may be a DNS-rebinding page reading the queue."""

@@ -105,3 +105,50 @@ def test_token_roles_decide_what_the_page_offers(
     wait_for(driver, requeue_buttons_hidden)
     assert not driver.find_elements(By.CSS_SELECTOR, "tr[data-job-id]")  # nothing stale stays
     assert severe_console_errors(driver) == []
+
+
+# What a coordinator behind a proxy it was not told about answers: changes are cross-site
+# (403 cross_site), or, open, it answers nothing through a proxy (421).
+REFUSING = """
+(() => {
+  const realFetch = window.fetch.bind(window);
+  const [method, status, error] = %s;
+  window.fetch = async (input, init = {}) => {
+    if (method !== (init.method || "GET")) return realFetch(input, init);
+    return new Response(
+      JSON.stringify({error, message: `refused by the test (${error})`}),
+      {status, headers: {"Content-Type": "application/json"}});
+  };
+})();
+"""
+
+
+def test_a_refusal_that_is_not_the_tokens_is_shown_as_it_is(
+    browser: Browser, dashboard: Coordinator
+) -> None:
+    """Every refused action used to say it needed an admin token; a cross-site 403 or a
+    421 is not about the token, and the page says what the coordinator said."""
+    seed_small(Http(dashboard.url))
+    driver = browser.driver
+    for refusal, shown in [
+        ('["POST", 403, "cross_site"]', "(cross_site, HTTP 403)"),
+        ('["GET", 421, "misdirected_request"]', "(misdirected_request, HTTP 421)"),
+    ]:
+        installed = driver.execute_cdp_cmd(
+            "Page.addScriptToEvaluateOnNewDocument", {"source": REFUSING % refusal}
+        )
+        try:
+            driver.get("about:blank")  # the same address again would only be a new #hash
+            driver.get(dashboard.url + "/ui/#/dead")
+            wait_for(driver, lambda d: shown in d.find_element(By.ID, "alert").text)  # noqa: B023
+            alert = driver.find_element(By.ID, "alert").text
+            assert "refused by the test" in alert and "token" not in alert
+            assert requeue_buttons_hidden(driver)
+            if "403" in shown:  # the page reads, and does not blame the token for the rest
+                assert not driver.find_element(By.CSS_SELECTOR, ".read-only-note").is_displayed()
+            else:  # nothing can be read: no view, the reason instead
+                assert "No access" in driver.find_element(By.ID, "main").text
+        finally:
+            driver.execute_cdp_cmd(
+                "Page.removeScriptToEvaluateOnNewDocument", {"identifier": installed["identifier"]}
+            )

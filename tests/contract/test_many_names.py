@@ -55,7 +55,7 @@ async def test_the_figures_fold_thousands_of_kinds(store: Store, database_url: s
     await service.enqueue_many([Enqueue("tenant-1")] * 5)  # the largest kind
     started = time.perf_counter()
     stats = await service.stats()
-    body = service.metrics.render(stats.by_status, stats.by_kind, stats.by_queue)
+    body = service.metrics.render(await service.readings())
     assert time.perf_counter() - started < 5
     assert len(stats.by_kind) == TOP_NAMES
     assert stats.by_kind["tenant-1"]["queued"] == 6
@@ -65,6 +65,10 @@ async def test_the_figures_fold_thousands_of_kinds(store: Store, database_url: s
     assert len(stats.totals_by_kind) == TOP_NAMES
     assert len(body) < 200_000, len(body)
     assert body.count(b"leasehold_jobs_enqueued_total{") <= TOP_NAMES + 1
+    # The gauges by queue and kind keep to the same names: one queue, 50 kinds and the rest.
+    assert body.count(b"leasehold_jobs_queued{") == TOP_NAMES + 1
+    assert body.count(b"leasehold_unserved_jobs{") <= TOP_NAMES + 1
+    assert b'leasehold_jobs_queued{kind="",queue="default"} %d' % (kinds - TOP_NAMES) in body
     assert b'leasehold_jobs_by_kind{kind="",status="queued"} %d' % (kinds - TOP_NAMES) in body
 
 
@@ -104,8 +108,7 @@ async def test_metrics_label_the_largest_kinds_not_the_first_seen(store: Store) 
     await restarted.enqueue(Enqueue("real"))  # no scrape yet: every place is taken
 
     async def scrape() -> bytes:
-        stats = await restarted.stats()
-        return restarted.metrics.render(stats.by_status, stats.by_kind, stats.by_queue)
+        return restarted.metrics.render(await restarted.readings())
 
     first = await scrape()
     assert b'leasehold_jobs_enqueued_total{kind=""} 1.0' in first

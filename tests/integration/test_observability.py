@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import pytest
+import structlog
 from prometheus_client.parser import text_string_to_metric_families
+from structlog.testing import capture_logs
 
+import leasehold
+from leasehold.model import JobStatus
 from tests.conftest import CoordinatorFactory
 from tests.http import Api, eventually
-from tests.inproc import InProcessCoordinator
+from tests.inproc import InProcessCoordinator, asgi_app
 from tests.process import Coordinator
 
 
@@ -163,6 +169,82 @@ async def test_metrics_in_prometheus_format(api: Api, inproc: InProcessCoordinat
     assert found["leasehold_job_run_seconds_count", (("kind", "a"),)] == 3
 
 
+async def test_metrics_have_what_the_standard_alerts_need(
+    api: Api, inproc: InProcessCoordinator
+) -> None:
+    """Queued jobs by queue and kind, each queue's oldest waiting job and pause, live
+    workers, unserved work; every status the model has; the release, the HTTP requests and
+    the process (deploy/prometheus/leasehold-alerts.yml reads them)."""
+    for kind, queue in [("a", "q1"), ("a", "q1"), ("b", "default")]:
+        await api.enqueue(kind, queue=queue)
+    assert (await api.post("/queues/q1/pause")).status == 200
+    await inproc.advance(0.2, sweep=False)  # both jobs wait (a real 0.2 s on PostgreSQL)
+    beat = {
+        "worker_id": "w1",
+        "host": "h",
+        "pid": 1,
+        "version": "1",
+        "kinds": ["b"],
+        "queues": ["default"],
+        "concurrency": 1,
+        "started_at": inproc.now().isoformat(),
+    }
+    assert (await api.post("/workers/heartbeat", beat)).status == 200
+    found = samples((await api.get("/metrics")).body.decode())
+    assert found["leasehold_jobs_queued", (("kind", "a"), ("queue", "q1"))] == 2
+    assert found["leasehold_jobs_queued", (("kind", "b"), ("queue", "default"))] == 1
+    assert found["leasehold_oldest_queued_age_seconds", (("queue", "q1"),)] >= 0.2
+    assert found["leasehold_queue_paused", (("queue", "q1"),)] == 1
+    assert found["leasehold_queue_paused", (("queue", "default"),)] == 0
+    assert found["leasehold_workers_live", ()] == 1
+    assert found["leasehold_unserved_jobs", (("kind", "a"), ("queue", "q1"))] == 2
+    assert ("leasehold_unserved_jobs", (("kind", "b"), ("queue", "default"))) not in found
+    statuses = {dict(labels)["status"] for name, labels in found if name == "leasehold_jobs"}
+    assert statuses == {status.value for status in JobStatus}  # a new status shows by itself
+    (build,) = [dict(labels) for name, labels in found if name == "leasehold_build_info"]
+    assert build["version"] == leasehold.__version__
+    posted = (("method", "POST"), ("route", "/jobs"), ("status", "201"))
+    assert found["leasehold_http_requests_total", posted] == 3
+    timed = (("method", "POST"), ("route", "/jobs"))
+    assert found["leasehold_http_request_duration_seconds_count", timed] == 3
+    assert found["process_cpu_seconds_total", ()] > 0
+    # A kind gets every counter at 0 when it gets series: its first death is an increase.
+    assert found["leasehold_jobs_dead_total", (("kind", "a"),)] == 0
+
+
+async def test_http_metrics_keep_to_their_labels(sqlite_url: str) -> None:
+    """A request's labels are its route's template and a known method: never its path, nor
+    a method a client made up (each would be a series of its own)."""
+    async with asgi_app(sqlite_url) as app:
+        await app.request("FOO", "/jobs/hunter2")
+        await app.get("/no/such/hunter2")
+        await app.get("/ui/")
+        body = (await app.get("/metrics")).body.decode()
+    found = samples(body)
+    assert "hunter2" not in body and "FOO" not in body
+    assert (
+        found[
+            "leasehold_http_requests_total",
+            (("method", ""), ("route", "/jobs/{job_id}"), ("status", "405")),
+        ]
+        == 1
+    )
+    assert (
+        found[
+            "leasehold_http_requests_total",
+            (("method", "GET"), ("route", "unmatched"), ("status", "404")),
+        ]
+        == 1
+    )
+    assert (
+        found[
+            "leasehold_http_requests_total",
+            (("method", "GET"), ("route", "/ui"), ("status", "200")),
+        ]
+        == 1
+    )
+
+
 async def test_attempt_history_shows_the_takeover(api: Api, inproc: InProcessCoordinator) -> None:
     ids = await scripted_scenario(api, inproc.advance)
     # The other b job has waited longer, so it comes first.
@@ -217,3 +299,33 @@ async def test_logs_are_json_with_job_fields_and_no_payloads(
     requests = [line for line in lines if line["event"] == "http.request"]
     assert any(r["status"] == 409 for r in requests)
     assert all({"method", "route", "status", "duration_ms"} <= r.keys() for r in requests)
+    # Which coordinator, who asked, and which request: on every request's lines.
+    assert {line.get("instance") for line in lines} == {
+        f"{socket.gethostname()}:{coordinator.port}"
+    }
+    assert {r["client"] for r in requests} == {"127.0.0.1"}
+    assert len({r["request_id"] for r in requests}) == len(requests)
+    enqueued = [line for line in lines if line["event"] == "job.enqueued"]
+    assert {line["request_id"] for line in enqueued} <= {r["request_id"] for r in requests}
+
+
+async def test_a_request_id_is_taken_or_made_sent_back_and_logged(sqlite_url: str) -> None:
+    """X-Request-ID: the client's when it is a plain token, else a new one; the answer
+    carries it back, and every line logged while the request is answered carries it."""
+    # Open access would refuse a request through a proxy: the operator allows it here.
+    async with asgi_app(sqlite_url, trusted_proxies="127.0.0.1", allow_open_access=True) as app:
+        with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
+            given = await app.post(
+                "/jobs",
+                {"kind": "k"},
+                headers={"x-request-id": "abc-123", "x-forwarded-for": "203.0.113.7"},
+            )
+            made = [await app.get("/jobs/1") for _ in range(2)]
+            hostile = await app.get("/jobs/1", headers={"x-request-id": "a b\x1b[2J"})
+    assert given.headers["x-request-id"] == "abc-123"
+    ids = [a.headers["x-request-id"] for a in (*made, hostile)]
+    assert all(re.fullmatch("[0-9a-f]{32}", i) for i in ids) and len(set(ids)) == 3
+    lines = {(line["event"], line["request_id"]): line for line in logs}
+    assert lines["job.enqueued", "abc-123"]["client"] == "203.0.113.7"  # a trusted proxy's
+    assert lines["http.request", "abc-123"]["route"] == "/jobs"
+    assert lines["http.request", ids[0]]["client"] == "127.0.0.1"

@@ -320,7 +320,9 @@ async def test_fastapis_routing_reaches_the_same_handler(
         await serve(self, *args)
 
     monkeypatch.setattr(ProtocolRoutes, "serve", counted)
+    # The same request id for both: the answer carries it back.
     head = [(b"host", b"t"), (b"content-length", str(len(body)).encode()), *headers]
+    head.append((b"x-request-id", b"same-request"))
     ours = await _answer(app, http_scope(method, path, head), body)
     assert served == ([path] if protocol else [])
     traced = {**http_scope(method, path, head), "fastapi.telemetry": None}

@@ -42,6 +42,8 @@ VOLATILE = {
     "avg_wait_seconds",
     "avg_run_seconds",
     "oldest_queued_age_seconds",
+    "request_id",
+    "instance",
 }
 
 

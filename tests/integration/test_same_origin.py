@@ -137,3 +137,101 @@ async def test_with_tokens_any_host_is_served(guarded_app: AsgiApi) -> None:
     # A TLS proxy in front: the browser's origin is https, the Host the proxy passes on.
     behind = {**auth, "origin": "https://queue.example"}
     assert (await guarded_app.post("/jobs", {"kind": "k"}, headers=behind)).status == 201
+
+
+# -- behind a reverse proxy (DESIGN.md §16) -------------------------------------------------
+
+PROXIED = [
+    {"x-forwarded-for": "203.0.113.7"},
+    {"x-forwarded-proto": "https"},
+    {"x-forwarded-host": "jobs.example.com"},
+    {"forwarded": "for=203.0.113.7;proto=https"},
+    {"x-real-ip": "203.0.113.7"},
+    {"via": "1.1 proxy.example"},
+]
+
+
+@pytest.mark.parametrize("headers", PROXIED)
+async def test_an_open_coordinator_refuses_requests_through_a_proxy(
+    open_app: AsgiApi, headers: dict[str, str]
+) -> None:
+    """nginx passes its own loopback address on as the Host by default (``proxy_set_header
+    Host $proxy_host``): the Host check alone made every caller of the proxy an admin."""
+    proxied = {"host": "127.0.0.1:8080", **headers}
+    for path in ("/jobs", "/stats", "/metrics"):
+        a = await open_app.get(path, headers=proxied)
+        assert a.status == 421, a
+        assert a.body["error"] == "misdirected_request"
+        assert "proxy" in a.body["message"]
+    a = await open_app.post("/jobs", {"kind": "k"}, headers=proxied)
+    assert a.status == 421, a
+    assert (await open_app.get("/jobs")).body["jobs"] == []
+    assert (await open_app.get("/health", headers=proxied)).status == 200  # holds no data
+
+
+async def test_an_open_coordinator_refuses_a_peer_off_loopback(open_app: AsgiApi) -> None:
+    """Whatever Host it names: only this machine may be admin without a token."""
+    a = await open_app.get("/jobs", client=("192.0.2.10", 50000))
+    assert a.status == 421, a
+    assert "own machine" in a.body["message"]
+    assert (await open_app.get("/jobs", client=("::1", 50000))).status == 200
+
+
+async def test_open_access_allowed_or_tokens_serve_a_proxy(
+    guarded_app: AsgiApi, tmp_path: Path
+) -> None:
+    async with asgi_app(f"sqlite:///{tmp_path / 'o.db'}", allow_open_access=True) as app:
+        assert (await app.get("/jobs", headers=PROXIED[0])).status == 200
+    auth = {"authorization": f"Bearer {ADMIN_TOKEN}", **PROXIED[0]}
+    assert (await guarded_app.get("/jobs", headers=auth)).status == 200
+
+
+PUBLIC = "https://jobs.example.com,http://localhost:8088"
+
+
+@pytest.fixture
+async def proxied_app(tmp_path: Path) -> AsyncIterator[AsgiApi]:
+    tokens = (HashedToken(Role.ADMIN, hash_token(ADMIN_TOKEN)),)
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    async with asgi_app(url, tokens=tokens, public_origin=PUBLIC) as app:
+        yield app
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("127.0.0.1:8080", "https://jobs.example.com"),  # nginx's default Host: $proxy_host
+        ("localhost", "http://localhost:8088"),  # $host drops a non-default port
+    ],
+)
+async def test_a_public_origin_passes_whatever_host_the_proxy_sends(
+    guarded_app: AsgiApi, proxied_app: AsgiApi, host: str, origin: str
+) -> None:
+    """The dashboard's changes through a proxy: the browser's Origin is the proxy's, the
+    Host the coordinator is sent is not; ``--public-origin`` says the first is ours too."""
+    sent = {
+        "authorization": f"Bearer {ADMIN_TOKEN}",
+        "host": host,
+        "origin": origin,
+        "sec-fetch-site": "same-origin",
+        "x-forwarded-for": "203.0.113.7",
+    }
+    refused = await guarded_app.post("/jobs", {"kind": "k"}, headers=sent)
+    assert (refused.status, refused.body["error"]) == (403, "cross_site")
+    assert (await proxied_app.post("/jobs", {"kind": "k"}, headers=sent)).status == 201
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://jobs.example.com",  # another scheme
+        "https://jobs.example.com:8443",  # another port
+        "https://evil.example",
+        "http://localhost:8089",
+        "null",
+    ],
+)
+async def test_only_the_public_origins_listed_pass(proxied_app: AsgiApi, origin: str) -> None:
+    sent = {"authorization": f"Bearer {ADMIN_TOKEN}", "host": "127.0.0.1:8080", "origin": origin}
+    a = await proxied_app.post("/jobs", {"kind": "k"}, headers=sent)
+    assert (a.status, a.body["error"]) == (403, "cross_site")

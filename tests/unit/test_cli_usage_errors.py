@@ -13,6 +13,7 @@ CASES = [
     (["serve", "--log-level", "verbose"], "'verbose' is not one of 'debug'"),
     (["serve", "--log-format", "pretty"], "'pretty' is not one of"),
     (["serve", "--sqlite-synchronous", "fast"], "'fast' is not one of 'full', 'normal'"),
+    (["serve", "--public-origin", "https://x/ui/"], "'https://x/ui/' is not an origin"),
     (["worker", "--concurrency", "0"], "greater than or equal to 1"),
     (["nosuch"], "No such command 'nosuch'"),
 ]

@@ -187,6 +187,25 @@ def test_open_access_off_loopback_when_allowed_starts_with_a_loud_warning(
     assert any(e["event"] == "auth.open_on_network" for e in logs)
 
 
+@pytest.mark.parametrize(
+    ("origin", "proxies"), [("https://jobs.example.com", ""), ("", "127.0.0.1")]
+)
+def test_open_access_behind_a_proxy_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], origin: str, proxies: str
+) -> None:
+    """Told that clients come through a proxy, a coordinator without tokens would make
+    every caller of the proxy an admin, even bound to loopback."""
+    runs = started(monkeypatch)
+    settings = CoordinatorSettings(
+        database_url="sqlite:///:memory:", public_origin=origin, trusted_proxies=proxies
+    )
+    with pytest.raises(SystemExit) as caught:
+        server.serve(create_app(settings), settings)
+    assert caught.value.code == startup.EXIT_REFUSED
+    assert "reverse proxy" in capsys.readouterr().err
+    assert runs == []
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
 def test_with_tokens_or_on_loopback_no_warning(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], host: str

@@ -7,6 +7,7 @@ import atexit
 import logging
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any, BinaryIO, Literal, get_args
 
 import orjson
@@ -67,8 +68,11 @@ class LineBatcher:
             self._file.flush()
 
 
-def configure_logging(log_format: str = "auto", level: str = "info") -> None:
-    """Set up structlog (and route the standard library's logging through the same level)."""
+def configure_logging(
+    log_format: str = "auto", level: str = "info", every_line: Mapping[str, str] | None = None
+) -> None:
+    """Set up structlog (and route the standard library's logging through the same level);
+    ``every_line``: fields every line carries (the coordinator's ``instance``)."""
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format must be one of {LOG_FORMATS}")
     numeric = logging.getLevelNamesMapping().get(level.upper())
@@ -89,8 +93,10 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
         renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
         factory = structlog.PrintLoggerFactory(file=sys.stderr)
         exceptions = structlog.processors.format_exc_info
+    fields = _fields(every_line or {})
     processors: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
+        fields,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         exceptions,
@@ -103,7 +109,21 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
         logger_factory=factory,
         cache_logger_on_first_use=True,
     )
-    _route_standard_logging(numeric, exceptions, factory if use_json else None)
+    _route_standard_logging(numeric, exceptions, factory if use_json else None, fields)
+
+
+def _fields(fields: Mapping[str, str]) -> structlog.typing.Processor:
+    """A processor adding ``fields`` to every line (a line's own value wins)."""
+    fixed = dict(fields)
+
+    def add(
+        logger: object, method: str, event_dict: structlog.typing.EventDict
+    ) -> structlog.typing.EventDict:
+        for key, value in fixed.items():
+            event_dict.setdefault(key, value)
+        return event_dict
+
+    return add
 
 
 def terminal_safe(
@@ -141,7 +161,10 @@ def _handled_by_the_app(record: logging.LogRecord) -> bool:
 
 
 def _route_standard_logging(
-    level: int, exceptions: structlog.typing.Processor, batcher: LineBatcher | None
+    level: int,
+    exceptions: structlog.typing.Processor,
+    batcher: LineBatcher | None,
+    fields: structlog.typing.Processor,
 ) -> None:
     """The standard library's records (uvicorn's, asyncio's) as structlog lines: the same
     format, fields and exception rendering, with the logger's name as ``logger``."""
@@ -157,6 +180,7 @@ def _route_standard_logging(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[
                 structlog.stdlib.add_logger_name,
+                fields,
                 structlog.processors.add_log_level,
                 structlog.processors.TimeStamper(fmt="iso", utc=True),
             ],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,9 @@ def serve(**given: Any) -> None:
     start = settings_from(StartOptions, given)
     tokens = _configured_tokens(start.tokens_file, os.environ.get("LEASEHOLD_TOKENS"))
     settings = settings_from(CoordinatorSettings, given, tokens=tokens)
-    configure_logging(given["log_format"], given["log_level"])
+    _check_proxy_settings(settings)
+    instance = settings.instance or f"{socket.gethostname()}:{settings.port}"
+    configure_logging(given["log_format"], given["log_level"], {"instance": instance})
     try:
         check_database_url(settings.database_url, allow_ephemeral=start.allow_ephemeral_database)
     except StartupError as exc:
@@ -75,6 +78,18 @@ def serve(**given: Any) -> None:
             exit_with(exc)
 
     serve_app(create_app(settings), settings, before_start=open_database)
+
+
+def _check_proxy_settings(settings: CoordinatorSettings) -> None:
+    """A usage error (exit 2) for a public origin or a trusted proxy that does not parse."""
+    from leasehold.coordinator.api.middleware.forwarded import ProxyConfigError, ProxySettings
+
+    try:
+        ProxySettings.from_text(settings.public_origin, settings.trusted_proxies)
+    except ProxyConfigError as exc:
+        raise typer.BadParameter(
+            str(exc), param_hint="--public-origin / --trusted-proxies"
+        ) from None
 
 
 def _configured_tokens(path: Path | None, env: str | None) -> tuple[HashedToken, ...]:

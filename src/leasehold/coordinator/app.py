@@ -16,6 +16,7 @@ from leasehold._version import __version__
 from leasehold.coordinator.api.dispatch import ProtocolRoutes
 from leasehold.coordinator.api.errors import install_error_handlers
 from leasehold.coordinator.api.middleware.bodysize import route_caps
+from leasehold.coordinator.api.middleware.forwarded import ProxySettings
 from leasehold.coordinator.api.middleware.pipeline import RequestPipeline
 from leasehold.coordinator.api.openapi import install_openapi
 from leasehold.coordinator.api.routes.docs import mount_docs
@@ -81,6 +82,7 @@ def create_app(
         max_waiting_results=settings.max_waiting_results,
     )
     authenticator = Authenticator(settings.tokens)
+    proxy = ProxySettings.from_text(settings.public_origin, settings.trusted_proxies)
     reaper = Reaper(service, settings.reap_interval_seconds)
     operations = Operations(service)
     retention = Retention(
@@ -138,11 +140,17 @@ def create_app(
     # through each route's handler (api/dispatch.py, api/handler.py).
     protocol = ProtocolRoutes(protocol_routes, app.exception_handlers)
     app.add_middleware(
-        RequestPipeline, max_bytes=settings.max_body_bytes, routes=caps, protocol=protocol
+        RequestPipeline,
+        max_bytes=settings.max_body_bytes,
+        routes=caps,
+        protocol=protocol,
+        proxy=proxy,
+        metrics=service.metrics,
     )
     app.state.settings = settings
     app.state.service = service
     app.state.authenticator = authenticator
+    app.state.proxy = proxy
     app.state.reaper = reaper
     app.state.scheduler = scheduler
     app.state.schedules = Schedules(service)

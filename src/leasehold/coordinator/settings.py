@@ -122,6 +122,24 @@ class CoordinatorSettings:
     allow_open_access: bool = setting(
         False, help="Serve without tokens on a non-loopback address (with a loud warning)."
     )
+    # Behind a reverse proxy (DESIGN.md §16): parsed and checked by
+    # coordinator/api/middleware/forwarded.py; either one set without tokens is refused.
+    public_origin: str = setting(
+        "",
+        help="Origins browsers reach the coordinator at through a reverse proxy,"
+        " http[s]://host[:port] separated by commas: the dashboard's changes sent from"
+        " them pass the same-origin check whatever Host the proxy passes on.",
+    )
+    trusted_proxies: str = setting(
+        "",
+        help="Addresses or networks of reverse proxies, separated by commas (e.g."
+        " 127.0.0.1,10.0.0.0/8): a request from one has its client address read from"
+        " X-Forwarded-For (or Forwarded) for the logs.",
+    )
+    # Every log line carries it, so that lines from several coordinators can be told apart.
+    instance: str = setting(
+        "", help="This coordinator's name in its log lines (default: HOSTNAME:PORT)."
+    )
     max_payload_bytes: int = setting(
         MAX_PAYLOAD_BYTES,
         min=1,

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from leasehold.coordinator.rules.presence import Unserved, unserved
-from leasehold.coordinator.store.contract import StatsSnapshot, WorkerSeen
+from leasehold.coordinator.store.contract import QueuesSnapshot, StatsSnapshot, WorkerSeen
 from leasehold.model import TOP_NAMES as TOP_NAMES  # also named here, where callers find it
 from leasehold.model import Event, JobStatus
 
@@ -58,6 +58,16 @@ class Stats:
     folded: FoldedRows = field(default_factory=FoldedRows)
 
 
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """``Stats``, and what /metrics shows besides, from the same read: the queued jobs of
+    every (queue, kind) pair, and how many workers are live."""
+
+    stats: Stats
+    queued: dict[tuple[str, str], int]
+    live_workers: int
+
+
 def _average(sums: dict[tuple[str, str], tuple[int, float]], event: Event) -> float | None:
     count = sum(n for (name, _), (n, _) in sums.items() if name == event)
     total = sum(t for (name, _), (_, t) in sums.items() if name == event)
@@ -87,6 +97,21 @@ def fold(
         for key, n in table[name].items():
             rest[key] = rest.get(key, 0) + n
     return kept, Folded(len(table) - top, rest)
+
+
+def figures(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Figures:
+    """``summarize``, with the queued pairs and the live workers' count kept beside."""
+    seen = list(live)
+    return Figures(summarize(snapshot, seen), snapshot.queued_pairs, len(seen))
+
+
+def queue_ages(snapshot: QueuesSnapshot) -> dict[str, float]:
+    """How long each queue's longest-waiting available job has waited, in seconds (queues
+    where none waits are left out)."""
+    return {
+        queue: max(0.0, (snapshot.now - oldest).total_seconds())
+        for queue, oldest in snapshot.oldest_available.items()
+    }
 
 
 def summarize(snapshot: StatsSnapshot, live: Iterable[WorkerSeen] = ()) -> Stats:

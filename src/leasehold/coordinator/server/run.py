@@ -1,9 +1,15 @@
 """Running the coordinator: who may reach it, and a clean stop on SIGTERM.
 
-Without tokens, the coordinator serves only on a loopback address: bound anywhere else it
-refuses to start, unless ``--allow-open-access`` says the open access is meant (a network
-that is itself the boundary, e.g. a private container network); it then starts with a
-loud warning.
+Without tokens, the coordinator serves only on a loopback address: bound anywhere else, or
+told that clients come through a reverse proxy (``--public-origin``, ``--trusted-proxies``),
+it refuses to start, unless ``--allow-open-access`` says the open access is meant (a
+network that is itself the boundary, e.g. a private container network); it then starts
+with a loud warning.
+
+uvicorn's own reading of ``X-Forwarded-For`` and ``X-Forwarded-Proto`` (on by default, for
+a peer on 127.0.0.1) is off: the connection's peer stays the peer, which the open
+coordinator's guard checks, and the client behind a proxy is found by the coordinator's
+own ``--trusted-proxies`` (``api/middleware/forwarded.py``).
 
 On SIGTERM (or Ctrl-C) uvicorn stops accepting connections and waits for requests in
 flight, up to ``GRACE_SECONDS``; we first make long polls answer at once, so that they do
@@ -46,7 +52,16 @@ GRACE_SECONDS: Final = 10
 
 def open_access_problem(settings: CoordinatorSettings) -> str | None:
     """Why serving with these settings would be open to the network, or None."""
-    if settings.tokens or is_loopback(settings.host):
+    if settings.tokens:
+        return None
+    if settings.public_origin.strip() or settings.trusted_proxies.strip():
+        return (
+            "no token is configured, and --public-origin or --trusted-proxies say that"
+            " clients come through a reverse proxy: anyone who can reach the proxy could"
+            " enqueue, lease, complete and requeue jobs. Configure tokens (--tokens-file or"
+            " LEASEHOLD_TOKENS), or pass --allow-open-access if that network is trusted."
+        )
+    if is_loopback(settings.host):
         return None
     return (
         f"no token is configured and {settings.host!r} is not a loopback address: anyone who"
@@ -133,6 +148,7 @@ def serve(
         port=settings.port,
         http=guarded_protocol(limits),
         ws="none",  # no route speaks WebSocket: an upgrade is just a request
+        proxy_headers=False,  # see the module docstring
         timeout_keep_alive=limits.keep_alive_timeout,
         access_log=False,
         log_config=None,  # uvicorn's lines go through our logging (logs.py)

@@ -11,17 +11,17 @@ from functools import partial
 
 import structlog
 
-from leasehold.coordinator.metrics import Metrics
+from leasehold.coordinator.metrics import Metrics, Readings
 from leasehold.coordinator.rules.backoff import BackoffPolicy
 from leasehold.coordinator.rules.presence import LIVE_SECONDS
-from leasehold.coordinator.rules.stats import WINDOWS, Stats, summarize
+from leasehold.coordinator.rules.stats import RATE_WINDOW_SECONDS, WINDOWS, Figures, Stats, figures
 from leasehold.coordinator.rules.transitions import (
     Outcome,
 )
 from leasehold.coordinator.service import answer, decisions
 from leasehold.coordinator.service.budget import OverBudget, budget_seal
 from leasehold.coordinator.service.duetimer import DueTimer
-from leasehold.coordinator.service.figures import FiguresCache
+from leasehold.coordinator.service.figures import FiguresCache, readings
 from leasehold.coordinator.service.finish import Finishes, is_finished, wait_finished
 from leasehold.coordinator.service.job_log import log_fields, log_outcome
 from leasehold.coordinator.service.names import NameCaps
@@ -368,14 +368,20 @@ class JobService:
     async def stats(self) -> Stats:
         """The figures, computed at most once a second however many ask (and at once
         after a change made here); the long tail of kinds and queues folded into other."""
-        return await self._figures.get()
+        return (await self._figures.get()).stats
 
-    async def _compute_stats(self) -> Stats:
+    async def readings(self) -> Readings:
+        """What /metrics' gauges show: the figures (shared with /stats), and each queue's
+        oldest waiting job and pause, read now."""
+        figured = await self._figures.get()
+        return readings(figured, await self.store.queues_snapshot(RATE_WINDOW_SECONDS))
+
+    async def _compute_stats(self) -> Figures:
         snapshot = await self.store.stats(WINDOWS)
         live = await self.store.workers_list(LIVE_SECONDS, limit=self.max_workers)
         # Off the event loop: its cost grows with the kinds, queues and workers there are
         # (bounded by their caps), and /health and renewals must not wait for it.
-        return await asyncio.to_thread(summarize, snapshot, live)
+        return await asyncio.to_thread(figures, snapshot, live)
 
     async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         await self.get(job_id)

@@ -10,7 +10,7 @@ from datetime import datetime
 import structlog
 
 from leasehold.coordinator.rules.presence import KEEP_GONE_SECONDS, LIVE_SECONDS
-from leasehold.coordinator.rules.stats import RATE_WINDOW_SECONDS
+from leasehold.coordinator.rules.stats import RATE_WINDOW_SECONDS, queue_ages
 from leasehold.coordinator.rules.transitions import DELETABLE, check_delete
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.store.contract import DeleteFilter, WorkerBeat, WorkerSeen
@@ -129,10 +129,10 @@ class Operations:
         self.service.paused = frozenset(snapshot.paused)
         names = sorted({*stats.by_queue, *snapshot.paused})
         empty = dict.fromkeys((s.value for s in JobStatus), 0)
+        ages = queue_ages(snapshot)
         views = []
         for name in names:
-            oldest = snapshot.oldest_available.get(name)
-            age = max(0.0, (snapshot.now - oldest).total_seconds()) if oldest else None
+            age = ages.get(name)
             views.append(
                 QueueView(
                     name=name,

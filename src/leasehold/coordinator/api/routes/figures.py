@@ -36,6 +36,5 @@ async def stats(request: Request) -> Response:
 )
 async def metrics(request: Request) -> Response:
     service = service_of(request)
-    figures = await service.stats()
-    body = service.metrics.render(figures.by_status, figures.by_kind, figures.by_queue)
+    body = service.metrics.render(await service.readings())
     return Response(body, media_type=CONTENT_TYPE)

@@ -7,9 +7,13 @@ import { byId } from "./dom.js";
 /**
  * mode: "checking" | "admin" (may requeue) | "read-only" (may read, not requeue)
  *       | "unauthorized" (401: no token, or a wrong one) | "forbidden" (403: may not read)
+ *       | "refused" (the coordinator refuses this page, whatever the token: e.g. 421)
  *       | "unreachable"
+ * problem: the ApiError behind "refused", or behind "read-only" when changes are refused
+ *          for another reason than the token (403 cross_site behind a proxy, say); null
+ *          otherwise. The page shows its real code and message, not a guess.
  */
-export const access = { mode: "checking", open: false };
+export const access = { mode: "checking", open: false, problem: null };
 
 const LABELS = {
   admin: "admin",
@@ -29,11 +33,13 @@ export function canAdmin() {
   return access.mode === "admin";
 }
 
-function set(mode, open = false) {
-  const changed = access.mode !== mode || access.open !== open;
+function set(mode, open = false, problem = null) {
+  const changed = access.mode !== mode || access.open !== open || access.problem !== problem;
   access.mode = mode;
   access.open = open;
+  access.problem = problem;
   document.body.classList.toggle("can-admin", mode === "admin");
+  document.body.classList.toggle("has-problem", problem !== null);
   const badge = byId("access");
   badge.className = `access ${mode === "admin" ? "admin" : mode === "read-only" ? "read-only" : "denied"}`;
   badge.textContent = open && mode === "admin" ? "open access" : (LABELS[mode] ?? "");
@@ -48,19 +54,33 @@ export function describe(error) {
       ? "The coordinator refused this API token (401). Check it and enter it again above."
       : "This coordinator needs an API token (401). Enter one in the API token field above.";
   }
-  if (error.status === 403) {
+  if (error.isAuth) {
     return "This API token's role may not do that (403 forbidden). An admin token can.";
   }
   if (error.status === 0) return "The coordinator cannot be reached. Retrying…";
   return `${error.message} (${error.code}, HTTP ${error.status})`;
 }
 
+/** What the page says while the coordinator refuses it for another reason than its token. */
+export function describeProblem() {
+  const problem = access.problem;
+  if (!problem) return "";
+  const what = access.mode === "refused" ? "this page" : "changes from this page";
+  return `The coordinator refuses ${what}: ${describe(problem)}`;
+}
+
 /** Called when any call was refused: the token changed meaning under us (e.g. revoked). */
 export function noteRefusal(error) {
   if (error instanceof ApiError && error.status === 401) set("unauthorized");
-  else if (error instanceof ApiError && error.status === 403 && access.mode === "admin") {
+  else if (error instanceof ApiError && error.isAuth && access.mode === "admin") {
     set("read-only");
   }
+}
+
+// A 4xx other than the token's refusals: the coordinator refuses the request itself (421
+// from an open coordinator behind a proxy, 403 cross_site from a proxy it was not told of).
+function refusedOtherwise(error) {
+  return error instanceof ApiError && error.status >= 400 && error.status < 500 && !error.isAuth;
 }
 
 // Ask the API what the token may do, without changing anything. Reading: GET /stats.
@@ -71,7 +91,8 @@ async function probe() {
     await get("stats");
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return set("unauthorized");
-    if (error instanceof ApiError && error.status === 403) return set("forbidden");
+    if (error instanceof ApiError && error.isAuth) return set("forbidden");
+    if (refusedOtherwise(error)) return set("refused", false, error);
     return set("unreachable");
   }
   try {
@@ -79,6 +100,7 @@ async function probe() {
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return set("admin", !getToken());
     if (error instanceof ApiError && error.isAuth) return set("read-only");
+    if (refusedOtherwise(error)) return set("read-only", false, error);
     return set("unreachable"); // asked again after the next answer from /stats
   }
   return set("admin", !getToken()); // cannot happen: no job has that id

@@ -14,8 +14,10 @@ export class ApiError extends Error {
     this.code = code;
   }
 
+  /** A refusal of the token (401) or of its role (403 forbidden); not another 403, such
+   * as cross_site, which no token would change. */
   get isAuth() {
-    return this.status === 401 || this.status === 403;
+    return this.status === 401 || (this.status === 403 && this.code === "forbidden");
   }
 }
 

@@ -1,6 +1,14 @@
 // The dashboard's entry point: the router, the /stats poll, and messages to the user.
 
-import { describe, noteRefusal, onAccessChange, access, recheck, setUpTokenForm } from "./access.js";
+import {
+  access,
+  describe,
+  describeProblem,
+  noteRefusal,
+  onAccessChange,
+  recheck,
+  setUpTokenForm,
+} from "./access.js";
 import { ApiError, get } from "./api.js";
 import * as dead from "./dead.js";
 import { byId, fill, h } from "./dom.js";
@@ -77,7 +85,7 @@ async function poll() {
       const stats = await get("stats");
       statsHistory.push(stats);
       setLive(true);
-      showAlert("");
+      showAlert(describeProblem());
       showCounts(stats);
       if (access.mode === "unreachable") recheck();
       view?.onStats?.(stats);
@@ -105,13 +113,16 @@ function parseRoute() {
 }
 
 function refused() {
-  return access.mode === "unauthorized" || access.mode === "forbidden";
+  return access.mode === "unauthorized" || access.mode === "forbidden" || access.mode === "refused";
 }
 
 /** The token may not read: say so, and show nothing that an earlier token could see. */
 function showRefusal() {
   setLive(false);
-  const message = describe(new ApiError(access.mode === "unauthorized" ? 401 : 403, access.mode, ""));
+  const message =
+    access.mode === "refused"
+      ? describeProblem()
+      : describe(new ApiError(access.mode === "unauthorized" ? 401 : 403, access.mode, ""));
   showAlert(message);
   fill(byId("main"), h("section", { class: "panel empty-state" }, h("h1", {}, "No access"), h("p", {}, message)));
 }
@@ -132,7 +143,7 @@ function route() {
 }
 
 function onAccess() {
-  if (!refused()) showAlert("");
+  if (!refused()) showAlert(describeProblem());
   route(); // views that were refused load now, and refused ones come down
   poll();
 }
