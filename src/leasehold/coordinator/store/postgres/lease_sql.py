@@ -85,8 +85,8 @@ _LEASE: Final = (
 )
 
 
-# A planned lease (store/flow.py) takes the jobs it chose, by id ($4): rows it has locked.
-LEASE_TAKE: Final = _LEASE.format(limited="false", pick="SELECT unnest($4::bigint[])")
+# A planned lease (store/flow.py) takes the jobs it chose, by id ($3): rows it has locked.
+LEASE_TAKE: Final = _LEASE.format(limited="false", pick="SELECT unnest($3::bigint[])")
 _HEAD: Final = "priority, run_after, id, kind, group_key, weight"
 _DUE_NOW: Final = (
     f"status = 'queued' AND run_after <= {_NOW} AND (start_by IS NULL OR start_by > {_NOW})"

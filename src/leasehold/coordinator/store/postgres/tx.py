@@ -426,7 +426,6 @@ class PgTx(PortableTx):
             q.LEASE_TAKE,
             request.worker_id,
             request.lease_seconds,
-            request.max_jobs,
             list(ids),
         )
         return [_job(r) for r in rows if r["id"] is not None]
