@@ -175,7 +175,9 @@ async def test_a_job_not_started_by_its_deadline_ends_without_running(
     service: JobService,
 ) -> None:
     soon = (await service.store.now()) + timedelta(seconds=0.3)
-    late = await service.enqueue(Enqueue("late", start_by=soon, run_after=soon + timedelta(seconds=1)))
+    late = await service.enqueue(
+        Enqueue("late", start_by=soon, run_after=soon + timedelta(seconds=1))
+    )
     on_time = await service.enqueue(Enqueue("late", start_by=soon + timedelta(hours=1)))
     await asyncio.sleep(0.4)
     assert await service.miss_deadlines() == 1

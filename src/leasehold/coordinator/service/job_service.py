@@ -21,6 +21,7 @@ from leasehold.coordinator.rules.transitions import (
 from leasehold.coordinator.service import answer, decisions
 from leasehold.coordinator.service.budget import OverBudget, budget_seal
 from leasehold.coordinator.service.duetimer import DueTimer
+from leasehold.coordinator.service.explain import Explanation, explain
 from leasehold.coordinator.service.figures import FiguresCache
 from leasehold.coordinator.service.finish import Finishes, is_finished, wait_finished
 from leasehold.coordinator.service.job_log import log_fields, log_outcome
@@ -422,6 +423,14 @@ class JobService:
         """A page of the job's parents (or of the jobs that depend on it), by id."""
         await self.get(job_id)
         return await self.store.edges_list(job_id, parents=parents, after_id=after_id, limit=limit)
+
+    async def explain(self, job_id: int) -> Explanation:
+        """Why the job is not running right now (DESIGN.md §19, "Explain")."""
+        facts = await self.store.job_explain(job_id)
+        if facts is None:
+            raise JobNotFound(f"no job has id {job_id}")
+        live = await self.store.workers_list(LIVE_SECONDS, limit=self.max_workers)
+        return explain(facts, live)
 
     async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         await self.get(job_id)

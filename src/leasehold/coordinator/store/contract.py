@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from leasehold.errors import IdempotencyConflict, LeaseholdError
+
+if TYPE_CHECKING:
+    from leasehold.coordinator.store.explain import Facts
 from leasehold.model import (
     DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
@@ -425,6 +428,10 @@ class Store(Protocol):
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         """Running jobs whose lease has run out, oldest expiry first."""
+        ...
+
+    async def job_explain(self, job_id: int) -> Facts | None:
+        """What a lease of the job's kind would meet now (None: no such job)."""
         ...
 
     async def jobs_past_deadline(self, limit: int) -> list[int]:

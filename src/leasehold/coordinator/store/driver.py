@@ -253,6 +253,15 @@ class Tx(Protocol):
         each locked where others lease at once (those held by another are skipped)."""
         ...
 
+    async def groups_ahead(self, kind: str, group_key: str, now: datetime) -> int:
+        """Groups of the kind awake by ``now`` whose turn comes before this group's."""
+        ...
+
+    async def jobs_ahead(self, job: Job, limit: int) -> int:
+        """Due jobs of the job's kind and queue before it in lease order (at most
+        ``limit``)."""
+        ...
+
     async def groups_running(self, kind: str, groups: Sequence[str]) -> dict[str, int]:
         """Running jobs of each group of the kind, from the kept counts."""
         ...

@@ -105,6 +105,18 @@ class FlowStatements:
         )
         return [(group, turn) for group, turn in rows]
 
+    async def groups_ahead(self, kind: str, group_key: str, now: datetime) -> int:
+        rows = await self._all(
+            "SELECT count(*) FROM flow_groups AS other WHERE other.kind = ? AND other.active"
+            " AND other.blocked_until <= ? AND other.turn < coalesce((SELECT turn FROM"
+            " flow_groups WHERE kind = ? AND group_key = ?), 0)",
+            kind,
+            now.timestamp(),
+            kind,
+            group_key,
+        )
+        return int(rows[0][0])
+
     async def groups_running(self, kind: str, groups: Sequence[str]) -> dict[str, int]:
         if not groups:
             return {}

@@ -421,6 +421,26 @@ class PortableTx(FlowStatements):
         )
         return [Expired(job_id, token) for job_id, token in rows]
 
+    async def jobs_ahead(self, job: Job, limit: int) -> int:
+        """Counted from the (queue, kind) range of the lease index, up to ``limit``."""
+        stored = self._stored
+        rows = await self._all(
+            f"SELECT count(*) FROM (SELECT 1 FROM jobs {self._index('jobs_pick_queue_kind')}"
+            " WHERE status = 'queued' AND queue = ? AND kind = ? AND run_after <= ?"
+            " AND (priority > ? OR (priority = ? AND (run_after < ?"
+            " OR (run_after = ? AND id < ?)))) LIMIT ?) AS ahead",
+            job.queue,
+            job.kind,
+            await self._ago(0),
+            job.priority,
+            job.priority,
+            stored(job.run_after),
+            stored(job.run_after),
+            job.id,
+            limit,
+        )
+        return int(rows[0][0])
+
     async def jobs_past_deadline(self, limit: int) -> list[int]:
         rows = await self._all(
             f"SELECT id FROM jobs {self._index('jobs_start_by')}"

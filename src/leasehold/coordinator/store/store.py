@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import partial
 from typing import NoReturn
 
-from leasehold.coordinator.store import figures, jobs, leasing, scheduling
+from leasehold.coordinator.store import explain, figures, jobs, leasing, scheduling
 from leasehold.coordinator.store.contract import (
     AttemptPage,
     DeadFilter,
@@ -36,6 +36,7 @@ from leasehold.coordinator.store.contract import (
     WorkerSeen,
 )
 from leasehold.coordinator.store.driver import Driver, Tx, Write
+from leasehold.coordinator.store.explain import Facts
 from leasehold.coordinator.store.migrate import migrate
 from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.model import Attempt, Job, JobStatus, Parent, Schedule, ScheduleSpec
@@ -122,6 +123,9 @@ class DriverStore:
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         return await self.driver.write(lambda tx: tx.jobs_expired(limit), single=True)
+
+    async def job_explain(self, job_id: int) -> Facts | None:
+        return await self.driver.read(partial(explain.facts, job_id=job_id))
 
     async def jobs_past_deadline(self, limit: int) -> list[int]:
         return await self.driver.read(lambda tx: tx.jobs_past_deadline(limit))

@@ -36,6 +36,7 @@ from leasehold.coordinator.api.schemas.jobs import (
     BulkRequeueRequest,
     EdgePage,
     EnqueueRequest,
+    ExplanationOut,
     JobOut,
     JobPage,
     RequeueCount,
@@ -142,6 +143,18 @@ async def job_dependents(
 ) -> Response:
     """The jobs that depend on this one, by id, as they stand now."""
     return await _edges(job_id, request, cursor, limit, parents=False)
+
+
+@router.get(
+    "/jobs/{job_id}/explain",
+    response_model=ExplanationOut,
+    responses=errors(404),
+    dependencies=FOR_JOB_READERS,
+)
+async def explain(job_id: str, request: Request) -> Response:
+    """Why the job is not running right now: what a lease would meet (DESIGN.md §19)."""
+    found = await service_of(request).explain(parse_job_id(job_id))
+    return reply_json(found)
 
 
 async def _edges(

@@ -417,5 +417,25 @@ class EdgePage(BaseModel):
     next_cursor: str | None = Field(description="pass as `cursor` for the next page")
 
 
+class ReasonOut(BaseModel):
+    code: str = Field(
+        description="running, waiting_for_parents, finished, deadline_passed, scheduled,"
+        " queue_paused, kind_limit, group_limit, rate_limited, too_heavy, turns, no_worker,"
+        " behind"
+    )
+    message: str
+    until: UtcTime | None = Field(default=None, description="when it stops, if known")
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ExplanationOut(BaseModel):
+    job_id: int
+    status: JobStatus
+    runnable: bool = Field(
+        description="queued with nothing holding it back but the jobs ahead of it"
+    )
+    reasons: list[ReasonOut]
+
+
 class RequeueCount(BaseModel):
     requeued: int
