@@ -25,7 +25,7 @@ from leasehold.coordinator.service.explain import Explanation, explain
 from leasehold.coordinator.service.figures import FiguresCache
 from leasehold.coordinator.service.finish import Finishes, is_finished, wait_finished
 from leasehold.coordinator.service.job_log import log_fields, log_outcome
-from leasehold.coordinator.service.names import NameCaps
+from leasehold.coordinator.service.names import GroupCap, NameCaps
 from leasehold.coordinator.service.requests import Complete, Enqueue, Fail, Renew
 from leasehold.coordinator.service.wakeup import Waiter, Wakeup
 from leasehold.coordinator.service.workflows import Graph
@@ -53,6 +53,7 @@ from leasehold.errors import (
 from leasehold.model import (
     JSON,
     MAX_ANSWER_BYTES,
+    MAX_GROUPS,
     MAX_KINDS,
     MAX_QUEUES,
     MAX_WAITING_POLLS,
@@ -82,6 +83,7 @@ class JobService:
         max_answer_bytes: int = MAX_ANSWER_BYTES,
         max_kinds: int = MAX_KINDS,
         max_queues: int = MAX_QUEUES,
+        max_groups: int = MAX_GROUPS,
         max_workers: int = MAX_WORKERS,
         max_waiting_results: int = MAX_WAITING_RESULTS,
     ) -> None:
@@ -96,6 +98,7 @@ class JobService:
         self.max_workers = max_workers
         self.max_waiting_results = max_waiting_results
         self.names = NameCaps(store.names_known, max_kinds, max_queues)
+        self.groups = GroupCap(store.groups_count, store.groups_known, max_groups)
         self._figures = FiguresCache(self._compute_stats)
         self.due = DueTimer(
             store.job_next_run_after, store.now, self.wakeup.notify, self.wakeup.__len__
@@ -178,6 +181,7 @@ class JobService:
         else:
             new_jobs = [r.new_job() for r in requests]
         await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
+        await self.groups.admit([(j.kind, j.group_key) for j in new_jobs if j.group_key])
         inserted, handed = await self._insert(new_jobs, spawned_by)
         if graph is not None:
             inserted = graph.answers(inserted)

@@ -569,6 +569,14 @@ class Store(Protocol):
         ``limit`` of them (None: all) after the first ``offset``."""
         ...
 
+    async def groups_count(self) -> int:
+        """How many group keys the database knows (the cap on distinct ones)."""
+        ...
+
+    async def groups_known(self, groups: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of these (kind, group key) pairs the database knows."""
+        ...
+
     async def flow_prune(self) -> int:
         """Forget rate-limit units that no longer count and groups idle with nothing
         queued; how many rows went."""

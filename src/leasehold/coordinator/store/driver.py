@@ -92,6 +92,11 @@ class Tx(Protocol):
 
     async def now(self) -> datetime: ...
 
+    async def clock(self) -> datetime:
+        """The time now, later than ``now`` where the transaction waited (for a lock):
+        what a rate limit's window is measured to."""
+        ...
+
     # -- jobs ---------------------------------------------------------------------------
 
     async def jobs_insert(self, jobs: Sequence[NewJob]) -> list[Job | None]:
@@ -348,6 +353,10 @@ class Tx(Protocol):
     async def limits_all(self) -> list[tuple[str, Flow]]:
         """Every kind's limits, by kind."""
         ...
+
+    async def groups_count(self) -> int: ...
+
+    async def groups_known(self, groups: Sequence[tuple[str, str]]) -> set[tuple[str, str]]: ...
 
     async def flow_prune(self, now: datetime) -> int:
         """Forget units no longer counted, and groups idle with nothing queued; how many

@@ -28,6 +28,7 @@ from typing import Any
 
 from leasehold.coordinator.store.contract import Flow, RateLimit
 from leasehold.coordinator.store.driver import Head, Tx
+from leasehold.model import Job
 
 SLOTS = 20
 """Slots a rate limit's period is counted in."""
@@ -140,7 +141,7 @@ async def plan_kind(
     """Up to ``want`` due jobs of one planned kind, in the order its turns and its rate
     limit allow. ``settle``: the lease sees every queue of the kind (it names none, and
     none is paused), so a group found with nothing due may be put to sleep until it has."""
-    now = (await tx.now()).timestamp()
+    now = (await tx.clock()).timestamp()  # after the locks this lease waited for
     if not flow.turns:
         assert flow.rate is not None  # planned: a rate limit, or turns
         heads = await tx.lease_heads([kind], [want + LOOK_AHEAD], queues, want + LOOK_AHEAD)
@@ -253,22 +254,26 @@ def _turn(now: float, n: int) -> int:
     return int(now * 1_000_000) + n
 
 
-async def record(tx: Tx, plan: Plan, taken: Sequence[Head]) -> None:
-    """Write down what the lease took: the units each started (in the slot of now) and
-    the groups' new turns."""
+async def record(tx: Tx, plan: Plan, taken: Sequence[Head], jobs: Sequence[Job]) -> None:
+    """Write down what the lease took: the units each job started, in the slot of the time
+    its lease was granted (so no later window misses it), and the groups' new turns."""
     now = (await tx.now()).timestamp()
-    units: dict[tuple[str, str], int] = {}
+    started = {job.id: job.leased_at for job in jobs}
+    units: dict[tuple[str, str, int], int] = {}
     for head in taken:
+        leased_at = started.get(head.id)
+        if leased_at is None:
+            continue  # no longer queued: not leased
         # Its group's bucket under a limit per group, else its kind's (if it has one).
         owner = (head.kind, head.group_key or UNGROUPED)
         if owner not in plan.buckets:
             owner = (head.kind, UNGROUPED)
         if owner in plan.buckets:
-            units[owner] = units.get(owner, 0) + head.weight
+            slot = slot_of(plan.buckets[owner].rate, leased_at.timestamp())
+            units[(*owner, slot)] = units.get((*owner, slot), 0) + head.weight
     rows = []
-    for (kind, group), n in units.items():
+    for (kind, group, slot), n in units.items():
         rate = plan.buckets[kind, group].rate
-        slot = slot_of(rate, now)
         rows.append((kind, group, slot, n, slot_expires(rate, slot)))
     if rows:
         await tx.rate_start(rows)

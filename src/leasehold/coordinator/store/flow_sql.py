@@ -164,6 +164,22 @@ class FlowStatements:
             rows,
         )
 
+    async def groups_count(self) -> int:
+        rows = await self._all("SELECT count(*) FROM flow_groups WHERE group_key <> ''")
+        return int(rows[0][0])
+
+    async def groups_known(self, groups: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        found: set[tuple[str, str]] = set()
+        for kind in {k for k, _ in groups}:
+            where = self._in("group_key", [g for k, g in groups if k == kind])
+            rows = await self._all(
+                f"SELECT group_key FROM flow_groups WHERE kind = ? AND {where.sql()}",
+                kind,
+                *where.params,
+            )
+            found |= {(kind, row[0]) for row in rows}
+        return found
+
     async def flow_prune(self, now: datetime) -> int:
         gone = await self._changed("DELETE FROM rate_starts WHERE expires < ?", now.timestamp())
         # A group idle with nothing queued: its row goes (a job queued again makes it anew).

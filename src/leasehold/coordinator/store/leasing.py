@@ -97,9 +97,10 @@ async def _capped(tx: Tx, request: LeaseRequest, leased: Leased) -> list[Job]:
         want = min(room[kind], n)
         heads += await flow.plan_kind(tx, plan, kind, flows[kind], want, queues, settle=settle)
     chosen = sorted(heads, key=flow.lease_order)[:n]
-    await flow.record(tx, plan, chosen)
+    jobs = await tx.lease_take(request, [h.id for h in chosen]) if chosen else []
+    await flow.record(tx, plan, chosen, jobs)
     leased.retry_at = flow.when(plan.retry_at)
-    return await tx.lease_take(request, [h.id for h in chosen]) if chosen else []
+    return jobs
 
 
 async def _open_queues(tx: Tx, wanted: Sequence[str] | None) -> tuple[str, ...] | None:

@@ -229,6 +229,12 @@ class DriverStore:
             lambda tx: tx.workers_list(seen_within_seconds, limit, offset), single=True
         )
 
+    async def groups_count(self) -> int:
+        return await self.driver.read(lambda tx: tx.groups_count())
+
+    async def groups_known(self, groups: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        return await self.driver.read(lambda tx: tx.groups_known(groups))
+
     async def flow_prune(self) -> int:
         async def prune(tx: Tx) -> int:
             return await tx.flow_prune(await tx.now())

@@ -263,6 +263,11 @@ class PgTx(PortableTx):
             self._now = await self.conn.fetchval("SELECT now()")
         return self._now
 
+    async def clock(self) -> datetime:
+        """The statement's time: after the locks this transaction waited for."""
+        stamp: datetime = await self.conn.fetchval("SELECT statement_timestamp()")
+        return stamp
+
     async def flush(self) -> None:
         """Write what is still counted, and notify, before the commit."""
         if self.tally:

@@ -124,6 +124,9 @@ class SqliteTx(PortableTx):
     async def now(self) -> datetime:
         return self._now
 
+    async def clock(self) -> datetime:
+        return self._now  # the only writer: it never waited for another
+
     def flush(self) -> None:
         """Write what the transaction counted (before its commit)."""
         tally = self.tally.take()
