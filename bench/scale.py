@@ -29,6 +29,7 @@ from pathlib import Path
 from leasehold.cli.logs import configure_logging
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.requests import Complete, Enqueue
+from leasehold.coordinator.store.contract import Flow
 from leasehold.coordinator.store.open import open_store
 
 SHAPES = {
@@ -58,7 +59,9 @@ async def measure(url: str, size: int, samples: int, shapes: list[str]) -> dict[
         figures = {"enqueue_us": statistics.median(enqueue_us)}
         for shape in shapes:
             if shape == "limited":
-                await service.limit_put("k1", 1_000_000)  # never reached: the cost of checking
+                await service.limit_put(
+                    "k1", Flow(1_000_000)
+                )  # never reached: the cost of checking
             figures[shape] = await cycles(service, samples, **SHAPES[shape])
         stats_us = []
         for _ in range(20):

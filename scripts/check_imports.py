@@ -53,7 +53,9 @@ ALLOWED: dict[str, set[str]] = {
     C + "store.sqlite": KERNEL | {C + "clock", C + "store"},
     C + "store.postgres": KERNEL | {C + "clock", C + "store"},
     # Choosing a driver by URL: the one module that knows them all.
-    C + "store.open": KERNEL | {C + "clock", C + "store", C + "store.sqlite", C + "store.postgres"},
+    # ... and hands a store the rules it applies of its own accord (rules.graph.RULES).
+    C + "store.open": KERNEL
+    | {C + "clock", C + "rules", C + "store", C + "store.sqlite", C + "store.postgres"},
     C + "startup": KERNEL | {C + "store"},
     C + "service": KERNEL | {C + "rules", C + "store", C + "clock", C + "metrics"},
     C + "maintenance": KERNEL | {C + "rules", C + "service", C + "store"},

@@ -16,7 +16,8 @@ The tree::
     │   └── JobCancelled        the job was cancelled (or is being cancelled)
     ├── InvalidRequest          well-formed but unacceptable input      (422)
     │   ├── IdempotencyConflict the key was used with a different request
-    │   └── TooManyNames        a new kind or queue past the cap on distinct ones
+    │   ├── TooManyNames        a new kind, queue or group past the cap on distinct ones
+    │   └── InvalidGraph        dependencies that cannot be: an unknown parent, a cycle
     ├── Unauthorized            no valid bearer token                    (401)
     ├── Forbidden               the token's role may not make the request (403)
     │   └── CrossSite           a browser request from another site
@@ -37,11 +38,16 @@ maps status codes back to the same types.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LeaseholdError(Exception):
     """Something went wrong in leasehold."""
 
     code = "error"
+    # Where in the request the problem is, as a validation error's ``detail`` says it:
+    # ``[{"loc": [...], "msg": ..., "type": ...}]`` (None: the message says it all).
+    detail: list[dict[str, Any]] | None = None
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or (self.__doc__ or self.code).strip())
@@ -129,6 +135,18 @@ class IdempotencyConflict(InvalidRequest):
     """The idempotency key was already used with a different request."""
 
     code = "idempotency_conflict"
+
+
+class InvalidGraph(InvalidRequest):
+    """The jobs' dependencies cannot be inserted as given: a parent that does not exist, a
+    reference to no item, a cycle, too many parents, or a chain of parents too long."""
+
+    code = "invalid_graph"
+
+    def __init__(self, message: str, *, loc: tuple[str | int, ...] | None = None) -> None:
+        super().__init__(message)
+        if loc is not None:
+            self.detail = [{"loc": ["body", *loc], "msg": message, "type": self.code}]
 
 
 class TooManyNames(InvalidRequest):

@@ -49,6 +49,7 @@ class Stored(Enum):
     JSON = "json"  # any JSON value, kept as JSON text (NULL for None when nullable)
     STATUS = "status"  # a JobStatus, kept as its value
     REPORT = "report"  # a Report, kept as its value
+    NONE = "none"  # not a column: filled by the read that needs it (a lease's parents)
 
 
 class Wire(Enum):
@@ -114,8 +115,21 @@ FIELDS: Final = (
     JobField("releases", Stored.INT, written=True),
     JobField("headers", Stored.JSON, Wire.AS_IS),
     JobField("timeout_seconds", Stored.FLOAT, Wire.FLOAT),
+    JobField("waiting_for", Stored.INT, Wire.INT, written=True),
+    JobField("depth", Stored.INT, Wire.INT),
+    JobField("dependents", Stored.INT, Wire.INT),
+    JobField("blocked_by", Stored.INT, Wire.INT, written=True),
+    JobField("spawned_by", Stored.INT, Wire.INT),
+    JobField("spawn_key", Stored.TEXT, Wire.AS_IS),
+    JobField("group_key", Stored.TEXT, Wire.AS_IS),
+    JobField("weight", Stored.INT, Wire.INT),
+    JobField("start_by", Stored.TIME, Wire.TIME),
+    JobField("unique_key", Stored.TEXT, Wire.AS_IS),
+    # Answered beside the job, in a lease (PROTOCOL.md, "Leasing"); never a column.
+    JobField("parents", Stored.NONE),
 )
-"""Every field of ``model.Job``, in its order (which is also the columns' order)."""
+"""Every field of ``model.Job``, in its order (which is also the columns' order; the
+fields that are not columns come last)."""
 
 WIRE_ORDER: Final = (
     "id",
@@ -139,6 +153,16 @@ WIRE_ORDER: Final = (
     "cancel_requested",
     "headers",
     "timeout_seconds",
+    "waiting_for",
+    "depth",
+    "dependents",
+    "blocked_by",
+    "spawned_by",
+    "spawn_key",
+    "group_key",
+    "weight",
+    "start_by",
+    "unique_key",
 )
 """The keys of a job's wire form in the order they are sent: older than some columns, and
 kept, as a client may depend on it. New fields go at the end."""
@@ -147,7 +171,9 @@ DERIVED_WIRE: Final = ("error_summary",)
 """Wire keys sent after the fields, computed from them by ``service.answer``."""
 
 BY_NAME: Final = {f.name: f for f in FIELDS}
-POSITION: Final = {f.name: i for i, f in enumerate(FIELDS)}
+STORED: Final = tuple(f for f in FIELDS if f.stored is not Stored.NONE)
+"""The fields that are columns, in order: a row of ``columns()``."""
+POSITION: Final = {f.name: i for i, f in enumerate(STORED)}
 """Each field's place in a row of ``columns()``."""
 WRITTEN: Final = tuple(f for f in FIELDS if f.written)
 """The fields the guarded write sets, in order: its SET list and its parameters."""
@@ -163,6 +189,12 @@ def check(fields: tuple[JobField, ...], wire_order: tuple[str, ...]) -> None:
     on_wire = sorted(f.name for f in fields if f.wire is not None)
     if sorted(wire_order) != on_wire:
         raise TypeError(f"job_fields.WIRE_ORDER {wire_order} is not the wire fields {on_wire}")
+    kept = [f.stored is not Stored.NONE for f in fields]
+    if kept != sorted(kept, reverse=True) or any(
+        f.written or f.wire for f in fields if f.stored is Stored.NONE
+    ):
+        # A row is read by position: what is not a column must come after every column.
+        raise TypeError("job_fields.FIELDS: a field that is not a column must come last")
 
 
 check(FIELDS, WIRE_ORDER)
@@ -222,7 +254,7 @@ def columns(blank: Callable[[JobField], str] | None = None) -> str:
     """The job's columns in ``Job`` order, for SELECT and RETURNING. With ``blank``, the
     summary form: ``blank(field)`` (a constant the decoder reads as None) in place of each
     field the summary leaves out."""
-    return ", ".join(f.name if f.in_summary or blank is None else blank(f) for f in FIELDS)
+    return ", ".join(f.name if f.in_summary or blank is None else blank(f) for f in STORED)
 
 
 def set_list(placeholder: Callable[[int], str]) -> str:
@@ -241,7 +273,7 @@ def row_decoder(
     non-null stored value ``{v}`` (names it uses come from ``namespace``, beside
     ``DECODE``'s own). Rows are read by column name (``by_name``), else by position."""
     args = []
-    for index, field in enumerate(FIELDS):
+    for index, field in enumerate(STORED):  # the rest keep Job's default
         value = f"row[{field.name!r}]" if by_name else f"row[{index}]"
         args.append(_converted(field, decode[field.stored], value))
     scope = {**_STORED_NAMES, **namespace, "_Job": Job}

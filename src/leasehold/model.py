@@ -23,6 +23,7 @@ JSON = Any
 
 
 class JobStatus(StrEnum):
+    WAITING = "waiting"  # waits for the jobs it depends on to complete; not leasable yet
     QUEUED = "queued"  # waiting for a lease; leasable once run_after has passed
     RUNNING = "running"  # leased to one worker under lease_token until lease_expires_at
     COMPLETED = "completed"  # a worker reported success; final, never changes again
@@ -34,6 +35,61 @@ FINISHED: frozenset[JobStatus] = frozenset(
     {JobStatus.COMPLETED, JobStatus.DEAD, JobStatus.CANCELLED}
 )
 """The statuses a job ends in (it may still be requeued, which starts it again)."""
+
+UNFINISHED: frozenset[JobStatus] = frozenset(
+    {JobStatus.WAITING, JobStatus.QUEUED, JobStatus.RUNNING}
+)
+"""The statuses of a job that may still run: a parent's result is kept for them (§22)."""
+
+
+class OnFailure(StrEnum):
+    """What a dependent does when a parent it depends on ends without completing (dead,
+    cancelled, or deleted): the edge's choice (DESIGN.md §22)."""
+
+    CANCEL = "cancel"  # the dependent is cancelled too, naming the parent (the default)
+    RUN = "run"  # the dependent runs anyway once the parent has ended (a cleanup step)
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    """One parent a job waits for: the parent's id, and what its failure does."""
+
+    id: int
+    on_failure: OnFailure = OnFailure.CANCEL
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """A parent as a dependent's lease shows it: its id, kind, status and result (None
+    when ``result_omitted``: the parents' results passed the answer's share for them, and
+    ``GET /jobs/{id}`` has it), and the key it was spawned under, if any."""
+
+    id: int
+    kind: str | None  # None (with the status): the parent was deleted
+    status: JobStatus | None = None
+    result: JSON = None
+    result_omitted: bool = False
+    spawn_key: str | None = None
+    on_failure: OnFailure = OnFailure.CANCEL  # the edge's choice
+
+
+@dataclass(frozen=True, slots=True)
+class Unique:
+    """When an enqueue is a duplicate of a job already there (DESIGN.md §23).
+
+    The job's kind always counts; ``queue``, the whole ``payload``, some top-level
+    payload ``fields`` and a ``key`` count when given. A job with the same of these is a
+    duplicate while it is in one of ``states``, and, with ``period_seconds``, only if it
+    was created within that many seconds. ``replace``: a duplicate still waiting or queued
+    takes the newer enqueue's payload and run_after instead (a debounce)."""
+
+    key: str | None = None
+    fields: tuple[str, ...] | None = None
+    payload: bool = False
+    queue: bool = False
+    period_seconds: float | None = None
+    states: tuple[JobStatus, ...] | None = None  # None: the default of DESIGN.md §23
+    replace: bool = False
 
 
 class Report(StrEnum):
@@ -83,6 +139,10 @@ MAX_QUEUES = 100  # distinct queues accepted
 MAX_WAITING_POLLS = 4096  # long polls waiting at once (DESIGN.md §9)
 MAX_WAITING_RESULTS = 4096  # result waits (GET /jobs/{id}?wait_seconds) at once (§9)
 MAX_WORKERS = 1000  # workers kept and listed: the most recently seen (DESIGN.md §16)
+MAX_GROUPS = 100_000  # distinct group keys with jobs (DESIGN.md §19)
+# Workflows (DESIGN.md §22): parents one job may wait for, and the longest chain of them.
+MAX_PARENTS = 10_000
+MAX_DEPTH = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +178,24 @@ class Job:
     headers: dict[str, str] | None = None
     # Seconds the worker lets one attempt run before it cancels it (None: no limit).
     timeout_seconds: float | None = None
+    # Workflows (DESIGN.md §22): parents not yet done with (while waiting), the longest
+    # chain of parents above it, the jobs that depend on it, the parent whose end
+    # cancelled it, the running job that spawned it and the key it spawned it under.
+    waiting_for: int = 0
+    depth: int = 0
+    dependents: int = 0
+    blocked_by: int | None = None
+    spawned_by: int | None = None
+    spawn_key: str | None = None
+    # Flow control (DESIGN.md §19): the tenant or account its kind's limits count it
+    # under, its cost under a rate limit, the time by which it must start, and the
+    # fingerprint duplicates are found by.
+    group_key: str | None = None
+    weight: int = 1
+    start_by: datetime | None = None
+    unique_key: str | None = None
+    # Not stored: the parents a dependent's lease hands over with it (filled by a lease).
+    parents: tuple[Parent, ...] | None = None
 
     def replace(self, **changes: Any) -> Job:
         """A copy with some fields changed (jobs are immutable values)."""
@@ -153,6 +231,11 @@ class EnqueueSpec:
     queue: str | None = None
     headers: dict[str, str] | None = None  # handed to the workers; not in the fingerprint
     timeout_seconds: float | None = None
+    depends_on: tuple[Dependency, ...] | None = None  # parents by id (DESIGN.md §22)
+    group_key: str | None = None
+    weight: int | None = None
+    start_by: datetime | None = None
+    unique: Unique | None = None
 
 
 class Event(StrEnum):
@@ -173,6 +256,8 @@ class Event(StrEnum):
     REQUEUED = "requeued"
     CANCEL_REQUESTED = "cancel_requested"  # a running job marked for cancelling
     CANCELLED = "cancelled"
+    DEADLINE_MISSED = "deadline_missed"  # not started by its start_by: ended cancelled
+    DUPLICATE = "duplicate"  # an enqueue answered with a job already there (unique)
 
 
 # /stats and /metrics name this many kinds (and queues), the largest by job count; the rest

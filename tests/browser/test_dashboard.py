@@ -45,7 +45,14 @@ def test_overview_counts_match_the_api(
     driver = browser.driver
     driver.get(dashboard.url + "/")  # redirects to /ui/
     expected = http.get("/stats")["by_status"]
-    assert expected == {"queued": 2, "running": 1, "completed": 4, "dead": 2, "cancelled": 0}
+    assert expected == {
+        "waiting": 0,
+        "queued": 2,
+        "running": 1,
+        "completed": 4,
+        "dead": 2,
+        "cancelled": 0,
+    }
     wait_for(driver, lambda d: status_counts(d) == expected)
     assert driver.current_url.endswith("/ui/")
     assert text_of(driver, "#count-dead") == "2"

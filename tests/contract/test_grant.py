@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from leasehold.coordinator.store.contract import LeaseRequest, NewJob, QueuesSnapshot, Store
+from leasehold.coordinator.store.contract import Flow, LeaseRequest, NewJob, QueuesSnapshot, Store
 from leasehold.model import AttemptOutcome, Job, JobStatus
 
 
@@ -31,7 +31,7 @@ async def test_every_form_of_the_grant_keeps_its_rules_and_counts(store: Store) 
     granted: list[Job] = []
     granted += await store.job_lease(LeaseRequest("w", 60.0, None, 1))  # plain
     granted += await store.job_lease(LeaseRequest("w", 60.0, ("b",), 1, ("q2",)))  # narrowed
-    await store.limit_put("a", 1)  # "a" has one running: capped at its room, nothing
+    await store.limit_put("a", Flow(1))  # "a" has one running: capped at its room, nothing
     assert await store.job_lease(LeaseRequest("w", 60.0, ("a",), 5)) == []
     await store.queue_pause("q3")
     granted += await store.job_lease(LeaseRequest("w", 60.0, None, 5))  # capped, q3 paused

@@ -10,7 +10,7 @@ from leasehold.coordinator.rules.stats import TOP_NAMES
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.names import RELOAD_SECONDS, NameCaps
 from leasehold.coordinator.service.requests import Enqueue
-from leasehold.coordinator.store.contract import DeleteFilter, Store
+from leasehold.coordinator.store.contract import DeleteFilter, Flow, Store
 from leasehold.coordinator.store.open import open_store
 from leasehold.errors import TooManyNames
 from leasehold.model import JobStatus
@@ -83,6 +83,7 @@ async def test_a_kind_named_other_keeps_its_own_counts(store: Store) -> None:
     await service.complete(leased.id, leased.lease_token)
     stats = await service.stats()
     assert stats.by_kind["other"] == {
+        "waiting": 0,
         "queued": 4,
         "running": 0,
         "completed": 1,
@@ -145,7 +146,7 @@ async def test_a_limit_on_one_kind_does_not_make_leases_probe_every_kind(
 
     try:
         plain = await quickest()
-        await service.limit_put("tenant-2999", 1)
+        await service.limit_put("tenant-2999", Flow(1))
         limited = await quickest()
     finally:
         await store.close()

@@ -13,7 +13,7 @@ import pytest
 
 from leasehold.coordinator.rules.fire_times import Firing, ScheduleSpec, first_fire, plan_fires
 from leasehold.coordinator.rules.transitions import decide_cancel
-from leasehold.coordinator.store.contract import LeaseRequest, NewJob, Store
+from leasehold.coordinator.store.contract import Flow, LeaseRequest, NewJob, Store
 from leasehold.coordinator.store.open import open_store
 from leasehold.errors import JobCancelled
 from leasehold.model import AttemptOutcome, JobStatus
@@ -155,10 +155,10 @@ async def test_limits_are_kept_listed_and_removed(store: Store) -> None:
     assert await store.limit_list() == []
     await insert(store, job("a"))
     await take(store)
-    limit = await store.limit_put("a", 3)
+    limit = await store.limit_put("a", Flow(3))
     assert (limit.kind, limit.max_running, limit.running) == ("a", 3, 1)
-    await store.limit_put("a", 2)
-    await store.limit_put("b", 7)
+    await store.limit_put("a", Flow(2))
+    await store.limit_put("b", Flow(7))
     assert [(x.kind, x.max_running, x.running) for x in await store.limit_list()] == [
         ("a", 2, 1),
         ("b", 7, 0),
@@ -172,7 +172,7 @@ async def test_limits_are_kept_listed_and_removed(store: Store) -> None:
 async def test_a_lease_never_takes_a_kind_past_its_limit(
     store: Store, narrow: dict[str, tuple[str, ...]]
 ) -> None:
-    await store.limit_put("a", 2)
+    await store.limit_put("a", Flow(2))
     a_ids = await insert_aged(
         store, *((job("a", queue=f"q{1 + i % 2}", priority=5), 50 - i) for i in range(5))
     )
@@ -187,7 +187,7 @@ async def test_a_lease_never_takes_a_kind_past_its_limit(
 
 
 async def test_concurrent_lessees_never_exceed_a_limit(store: Store) -> None:
-    await store.limit_put("a", 3)
+    await store.limit_put("a", Flow(3))
     await insert(store, *(job("a") for _ in range(40)), *(job("b") for _ in range(40)))
     results = await asyncio.gather(*(take(store, 2) for _ in range(32)))
     leased = [await get(store, i) for got in results for i in got]

@@ -150,10 +150,21 @@ async def test_insert_many_keeps_request_order_and_given_run_after(store: Store)
 
 async def test_used_idempotency_key_returns_the_existing_job(store: Store) -> None:
     (first,) = await store.job_insert_many([new_job(key="k")])
-    (again,) = await store.job_insert_many([new_job("other-kind-same-hash", key="k")])
+    (again,) = await store.job_insert_many([new_job(key="k")])
     assert (first.created, again.created) == (True, False)
     assert again.job == first.job
     assert len(await store.job_list(JobFilter())) == 1
+
+
+async def test_idempotency_keys_are_per_kind(store: Store) -> None:
+    """The same key for two kinds makes two jobs (protocol 1.2): two producers cannot
+    collide by choosing the same key for different work."""
+    (mail,) = await store.job_insert_many([new_job("mail", key="welcome:ada")])
+    (sms,) = await store.job_insert_many([new_job("sms", key="welcome:ada", request_hash="x")])
+    assert (mail.created, sms.created) == (True, True)
+    assert mail.job.id != sms.job.id
+    (again,) = await store.job_insert_many([new_job("sms", key="welcome:ada", request_hash="x")])
+    assert (again.created, again.job.id) == (False, sms.job.id)
 
 
 async def test_key_used_twice_in_one_batch_creates_one_job(store: Store) -> None:
@@ -572,6 +583,7 @@ async def test_counts_by_status_include_every_status(store: Store) -> None:
     await decide_one(store, a.id, complete(1))
     await lease(store)
     assert await store.counts_by_status() == {
+        JobStatus.WAITING: 0,
         JobStatus.QUEUED: 1,
         JobStatus.RUNNING: 1,
         JobStatus.COMPLETED: 1,

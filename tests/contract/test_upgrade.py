@@ -67,6 +67,6 @@ async def _back_to_migration_8(database_url: str, rows: list[tuple[int, int]]) -
                 " VALUES ('w1', 'r1', $1, $2)",
                 rows,
             )
-            await pg.execute("DELETE FROM schema_migrations WHERE version >= 9")
+            await pg.execute("DELETE FROM schema_migrations WHERE version = 9")
     finally:
         await pg.close()

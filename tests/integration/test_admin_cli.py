@@ -140,8 +140,8 @@ def test_every_command_as_tables(shared: Coordinator, client: SyncClient) -> Non
     stats = cli(shared.url, "stats")
     assert stats.exit_code == 0, stats.output
     (row,) = [row for row in table_rows(stats.stdout) if row[0] == "cli-table"]
-    # The by-kind table: QUEUED is the first count.
-    assert row[1] == "2"  # the QUEUED column: both are queued now
+    # The by-kind table: WAITING is the first count, QUEUED the second.
+    assert row[1:3] == ["0", "2"]  # both are queued now
     assert "RECENTLY" in stats.stdout and "SINCE THE START" in stats.stdout
 
 

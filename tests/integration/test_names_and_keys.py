@@ -121,7 +121,7 @@ async def test_a_producer_job_holding_a_run_key_is_logged_at_warning(store: Stor
     spec = ScheduleSpec(name="nightly", cron="* * * * * *", kind="report")
     await store.schedule_put(spec, lambda _spec, _now: fire_at)
     key = idempotency_key("nightly", fire_at)
-    squatter = NewJob("other", {"mine": True}, 1, None, key, request_hash="producer")
+    squatter = NewJob("report", {"mine": True}, 1, None, key, request_hash="producer")
     await store.job_insert_many([squatter])
     with structlog.testing.capture_logs() as logs:
         assert await scheduler.fire() == 1

@@ -82,7 +82,7 @@ async def scripted_scenario(
 async def test_stats_match_the_scenario(api: Api, inproc: InProcessCoordinator) -> None:
     await scripted_scenario(api, inproc.advance)
     stats = (await api.get("/stats")).body
-    counts = {"running": 0, "cancelled": 0}
+    counts = {"waiting": 0, "running": 0, "cancelled": 0}
     assert stats["by_status"] == {**counts, "queued": 3, "completed": 3, "dead": 1}
     assert stats["by_kind"]["a"] == {**counts, "queued": 1, "completed": 3, "dead": 1}
     assert stats["by_kind"]["b"] == {**counts, "queued": 2, "completed": 0, "dead": 0}
@@ -102,7 +102,7 @@ async def test_stats_match_the_scenario(api: Api, inproc: InProcessCoordinator) 
 async def test_empty_stats_have_every_status_and_null_averages(api: Api) -> None:
     stats = (await api.get("/stats")).body
     assert stats["by_status"] == dict.fromkeys(
-        ["queued", "running", "completed", "dead", "cancelled"], 0
+        ["waiting", "queued", "running", "completed", "dead", "cancelled"], 0
     )
     assert stats["by_queue"] == {}
     assert stats["avg_wait_seconds"] is None

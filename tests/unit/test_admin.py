@@ -66,7 +66,7 @@ def test_status_names_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
     assert parse.status("dead") is JobStatus.DEAD
     with pytest.raises(typer.Exit):
         parse.status("failed")
-    assert "(queued, running, completed, dead" in capsys.readouterr().err
+    assert "(waiting, queued, running, completed, dead" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -123,6 +123,16 @@ def test_job_json_is_the_wire_form() -> None:
         "cancel_requested": False,
         "headers": None,
         "timeout_seconds": None,
+        "waiting_for": 0,
+        "depth": 0,
+        "dependents": 0,
+        "blocked_by": None,
+        "spawned_by": None,
+        "spawn_key": None,
+        "group_key": None,
+        "weight": 1,
+        "start_by": None,
+        "unique_key": None,
     }
 
 

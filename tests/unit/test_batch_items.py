@@ -14,6 +14,7 @@ from leasehold import batch_items
 from leasehold.client import NewJob
 from leasehold.coordinator.api.schemas import jobs as schemas
 from leasehold.coordinator.api.schemas import leases
+from leasehold.model import Dependency, Unique
 
 # Every field given, so that each wire key is sent.
 ITEMS: list[tuple[Any, type[BaseModel]]] = [
@@ -54,6 +55,11 @@ def test_an_enqueue_sends_only_what_the_coordinator_takes() -> None:
         queue="q",
         headers={"x": "y"},
         timeout_seconds=5.0,
+        depends_on=(Dependency(3),),
+        group_key="g",
+        weight=2,
+        start_by=datetime(2026, 1, 2, tzinfo=UTC),
+        unique=Unique(key="u"),
     )
     body = new.body()
     assert sorted(body) == sorted(schemas.EnqueueRequest.model_fields)

@@ -20,7 +20,7 @@ from leasehold.coordinator.service.answer import job_bytes, job_wire
 from leasehold.coordinator.store.sqlite.driver import SqliteStore
 from leasehold.errors import LeaseholdError
 from leasehold.job_fields import FIELDS, WIRE_ORDER, JobField, Stored
-from leasehold.model import Job, JobStatus, Report
+from leasehold.model import Job, JobStatus, Parent, Report
 
 T = datetime(2026, 3, 4, 5, 6, 7, 891_011, UTC)
 # Every field away from its default, so a field some conversion forgets cannot pass.
@@ -50,6 +50,17 @@ FULL = Job(
     releases=2,
     headers={"traceparent": "00-abc-def-01"},
     timeout_seconds=12.5,
+    waiting_for=2,
+    depth=3,
+    dependents=4,
+    blocked_by=5,
+    spawned_by=6,
+    spawn_key="part-1",
+    group_key="acme",
+    weight=3,
+    start_by=T.replace(second=9),
+    unique_key="u1:abc",
+    parents=(Parent(5, "fetch", JobStatus.COMPLETED),),
 )
 
 
@@ -94,7 +105,10 @@ def test_the_wire_form_is_byte_for_byte_what_it_was() -> None:
         b'"leased_at":"2026-03-04T05:06:07.000001+00:00",'
         b'"finished_at":"2026-03-04T05:06:08.891011+00:00","priority":-3,"queue":"mail",'
         b'"cancel_requested":true,"headers":{"traceparent":"00-abc-def-01"},'
-        b'"timeout_seconds":12.5,"error_summary":"ValueError: boom"}'
+        b'"timeout_seconds":12.5,"waiting_for":2,"depth":3,"dependents":4,"blocked_by":5,'
+        b'"spawned_by":6,"spawn_key":"part-1","group_key":"acme","weight":3,'
+        b'"start_by":"2026-03-04T05:06:09.891011+00:00","unique_key":"u1:abc",'
+        b'"error_summary":"ValueError: boom"}'
     )
 
 
@@ -133,8 +147,9 @@ async def test_every_field_is_a_column_of_the_jobs_table(tmp_path: Path) -> None
     await store.close()
     with sqlite3.connect(path) as conn:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(jobs)")]
-    assert sorted(f.name for f in FIELDS) == sorted(columns)
-    assert job_fields.columns().split(", ") == [f.name for f in FIELDS]
+    stored = [f.name for f in FIELDS if f.stored is not Stored.NONE]
+    assert sorted(stored) == sorted(columns)
+    assert job_fields.columns().split(", ") == stored
 
 
 def test_the_summary_columns_blank_what_the_summary_leaves_out() -> None:
@@ -147,4 +162,6 @@ def test_the_summary_columns_blank_what_the_summary_leaves_out() -> None:
 def test_the_guarded_write_sets_the_written_fields() -> None:
     placeholders = job_fields.set_list(lambda i: f"${i + 4}")
     assert placeholders.startswith("status = $4, attempts = $5, run_after = $6")
-    assert placeholders.endswith("cancel_requested = $14, releases = $15")
+    assert placeholders.endswith(
+        "cancel_requested = $14, releases = $15, waiting_for = $16, blocked_by = $17"
+    )

@@ -14,7 +14,16 @@ from leasehold.coordinator.api.schemas import jobs, schedules
 from leasehold.coordinator.api.schemas.jobs import EnqueueRequest
 from leasehold.coordinator.api.schemas.schedules import ScheduleOut, ScheduleRequest
 from leasehold.coordinator.service.requests import Enqueue
-from leasehold.model import CatchUp, EnqueueSpec, Schedule, ScheduleSpec
+from leasehold.model import (
+    CatchUp,
+    Dependency,
+    EnqueueSpec,
+    JobStatus,
+    OnFailure,
+    Schedule,
+    ScheduleSpec,
+    Unique,
+)
 
 WHEN = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 # Every field away from its default, so a field some conversion forgets cannot pass.
@@ -28,6 +37,19 @@ FULL = Enqueue(
     queue="q",
     headers={"traceparent": "00-abc-def-01"},
     timeout_seconds=12.5,
+    depends_on=(Dependency(7), Dependency(8, OnFailure.RUN)),
+    group_key="acme",
+    weight=3,
+    start_by=WHEN.replace(hour=9),
+    unique=Unique(
+        key="k1",
+        fields=("a",),
+        payload=True,
+        queue=True,
+        period_seconds=60.0,
+        states=(JobStatus.QUEUED,),
+        replace=True,
+    ),
 )
 SPEC = ScheduleSpec(
     name="nightly",
@@ -44,8 +66,8 @@ SPEC = ScheduleSpec(
 
 
 def test_every_field_of_the_examples_differs_from_its_default() -> None:
-    for example in (FULL, SPEC):
-        for field in dataclasses.fields(example):
+    for example, fields in ((FULL, EnqueueSpec), (SPEC, ScheduleSpec)):
+        for field in dataclasses.fields(fields):
             assert getattr(example, field.name) != field.default, field.name
 
 

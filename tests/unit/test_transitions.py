@@ -271,4 +271,6 @@ def test_the_counted_events_keep_the_names_the_database_holds() -> None:
         "requeued",
         "cancel_requested",
         "cancelled",
+        "deadline_missed",
+        "duplicate",
     ]

@@ -21,7 +21,7 @@ from leasehold.errors import (
     ReportConflict,
     StaleToken,
 )
-from leasehold.model import Job, JobStatus
+from leasehold.model import Job, JobStatus, OnFailure, Parent
 
 QUEUED = Job(
     id=7,
@@ -61,8 +61,21 @@ def test_job_and_lease_answers_match_their_models(job: Job) -> None:
 
 def test_a_lease_answer_matches_its_model_and_carries_its_length() -> None:
     lease = orjson.loads(orjson.dumps(lease_wire(RUNNING)))
-    assert lease == model_json(LeaseOut(job=JobOut.of(RUNNING), token=3, lease_seconds=30.0))
+    expected = model_json(LeaseOut(job=JobOut.of(RUNNING), token=3, lease_seconds=30.0))
+    assert isinstance(expected, dict) and expected.pop("parents") is None  # absent: no parents
+    assert lease == expected
     assert lease["lease_seconds"] == 30.0
+
+
+def test_a_dependents_lease_carries_its_parents_as_their_model_says() -> None:
+    parents = (
+        Parent(1, "fetch", JobStatus.COMPLETED, orjson.Fragment(b'{"a":1}'), spawn_key="k"),
+        Parent(2, None, None, None, True, None, OnFailure.RUN),
+    )
+    lease = orjson.loads(orjson.dumps(lease_wire(RUNNING.replace(parents=parents))))
+    shaped = LeaseOut.model_validate(lease)
+    assert lease == model_json(shaped)
+    assert lease["parents"][0]["result"] == {"a": 1}
 
 
 @pytest.mark.parametrize(

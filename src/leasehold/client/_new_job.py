@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leasehold.batch_items import MAX_BATCH
-from leasehold.model import EnqueueSpec
+from leasehold.model import EnqueueSpec, OnFailure, Unique
 from leasehold.tracing import inject_headers
 
 __all__ = ["MAX_BATCH", "NewJob"]  # MAX_BATCH: the most jobs one POST /jobs/batch takes
@@ -28,6 +28,26 @@ class NewJob(EnqueueSpec):
         twice (see ``Client.enqueue``)."""
         given = {name: getattr(self, name) for name in _FIELDS if name != "payload"}
         given["run_after"] = self.run_after.isoformat() if self.run_after else None
+        given["start_by"] = self.start_by.isoformat() if self.start_by else None
+        if self.depends_on is not None:
+            given["depends_on"] = [
+                d.id
+                if d.on_failure is OnFailure.CANCEL
+                else {"id": d.id, "on_failure": d.on_failure}
+                for d in self.depends_on
+            ]
+        if self.unique is not None:
+            given["unique"] = unique_wire(self.unique)
         given["idempotency_key"] = self.idempotency_key or f"auto-{uuid.uuid4().hex}"
         given["headers"] = inject_headers(self.headers)
         return {**{k: v for k, v in given.items() if v is not None}, "payload": self.payload}
+
+
+def unique_wire(unique: Unique) -> dict[str, Any]:
+    """A ``Unique`` as the enqueue request's ``unique`` object: what it gives, no more."""
+    wire: dict[str, Any] = {}
+    for field in dataclasses.fields(unique):
+        value = getattr(unique, field.name)
+        if value != field.default:
+            wire[field.name] = list(value) if isinstance(value, tuple) else value
+    return wire

@@ -78,6 +78,7 @@ def create_app(
         max_answer_bytes=settings.max_answer_bytes,
         max_kinds=settings.max_kinds,
         max_queues=settings.max_queues,
+        max_groups=settings.max_groups,
         max_workers=settings.max_workers,
         max_waiting_results=settings.max_waiting_results,
     )

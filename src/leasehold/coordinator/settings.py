@@ -15,6 +15,7 @@ from typing import Final, Literal, TypeVar
 from leasehold.coordinator.auth_tokens import HashedToken
 from leasehold.model import (
     MAX_ANSWER_BYTES,
+    MAX_GROUPS,
     MAX_KINDS,
     MAX_LEASE_SECONDS,
     MAX_QUEUES,
@@ -187,6 +188,12 @@ class CoordinatorSettings:
         MAX_QUEUES,
         min=1,
         help="Distinct queues accepted; a job in one more queue is refused (422).",
+    )
+    # Distinct group keys with jobs (DESIGN.md §19): each is a row its kind's leases read.
+    max_groups: int = setting(
+        MAX_GROUPS,
+        min=1,
+        help="Distinct group keys with jobs; a job of one more group is refused (422).",
     )
     # Heartbeats from more worker ids than this are kept only until the next prune, the
     # most recently seen first: a flood of ids cannot grow the list or its answers.

@@ -12,8 +12,10 @@ from typing import Any
 from leasehold.cli.terminal import safe_json
 from leasehold.model import Attempt, Job
 
-# Kept by the coordinator to itself; the client leaves them None.
-_INTERNAL_JOB_FIELDS = frozenset({"lease_seconds", "request_hash", "report", "releases"})
+# Kept by the coordinator to itself (the client leaves them None), or a lease's alone.
+_INTERNAL_JOB_FIELDS = frozenset(
+    {"lease_seconds", "request_hash", "report", "releases", "parents"}  # parents: leases only
+)
 
 
 def job_json(job: Job) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from fastapi import Response
 from leasehold import job_fields
 from leasehold.batch_items import ItemOutcome, ItemVerdict
 from leasehold.coordinator.service.answer import encode, job_json, job_wire
+from leasehold.coordinator.store.contract import Inserted
 from leasehold.errors import (
     InvalidRequest,
     JobCancelled,
@@ -31,7 +32,14 @@ from leasehold.errors import (
 )
 from leasehold.model import Job
 
-__all__ = ["item_result_wire", "job_json", "job_wire", "lease_wire", "reply_json"]
+__all__ = [
+    "enqueued_wire",
+    "item_result_wire",
+    "job_json",
+    "job_wire",
+    "lease_wire",
+    "reply_json",
+]
 
 _JSON = "application/json"
 
@@ -52,8 +60,21 @@ def summary_wire(job: Job) -> dict[str, Any]:
 
 
 def lease_wire(job: Job) -> dict[str, Any]:
-    """``schemas.LeaseOut``."""
-    return {"job": job_json(job), "token": job.lease_token, "lease_seconds": job.lease_seconds}
+    """``schemas.LeaseOut``: with the parents of a job that has them (DESIGN.md §22)."""
+    wire = {"job": job_json(job), "token": job.lease_token, "lease_seconds": job.lease_seconds}
+    if job.parents is not None:
+        wire["parents"] = job.parents  # dataclasses, whose results are JSON fragments
+    return wire
+
+
+def enqueued_wire(inserted: Inserted) -> dict[str, Any]:
+    """``schemas.EnqueuedOut``."""
+    return {
+        "job": job_json(inserted.job),
+        "created": inserted.created,
+        "duplicate": inserted.duplicate,
+        "replaced": inserted.replaced,
+    }
 
 
 # A batch item's verdict by the error it got, most specific first (PROTOCOL.md, "Errors").

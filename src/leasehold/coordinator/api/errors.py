@@ -108,7 +108,7 @@ def error_response(exc: LeaseholdError) -> JSONResponse:
     """The answer to a domain error (also the request pipeline's 413, made before any
     exception handler could run)."""
     return JSONResponse(
-        error_body(exc.code, exc.message),
+        error_body(exc.code, exc.message, exc.detail),
         status_code=status_code_of(exc),
         headers=HEADERS.get(type(exc)),
     )

@@ -34,6 +34,10 @@ CAPABILITIES: Final = (
     "visible_names",  # every name and key refuses control, format and separator characters
     "stats_folded",  # /stats `folded`: the rows past the 50 largest names, added up apart
     "request_ids",  # every answer carries X-Request-ID: the request's own, or one made
+    "workflows",  # depends_on, refs in batches, the waiting status, children, parents in leases
+    "flow_control",  # group keys, weights, start deadlines, rates and turns, explain
+    "unique_jobs",  # unique on enqueue: a duplicate answers the job already there
+    "idempotency_per_kind",  # an idempotency key is unique per kind
 )
 
 

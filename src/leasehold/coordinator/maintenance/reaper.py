@@ -15,7 +15,8 @@ PRUNE_INTERVAL_SECONDS = 60.0
 
 
 class Reaper:
-    """Calls ``service.reap()`` every ``interval`` seconds until stopped.
+    """Calls ``service.reap()`` every ``interval`` seconds until stopped, and ends the jobs
+    whose start deadline passed (``service.miss_deadlines()``).
 
     ``passes`` counts finished sweeps and ``swept`` is set after each one, so tests can
     wait for a sweep instead of sleeping.
@@ -35,8 +36,11 @@ class Reaper:
                 # Drain a backlog in full before sleeping again.
                 while await self.service.reap() > 0:
                     pass
+                while await self.service.miss_deadlines() > 0:
+                    pass
                 if loop.time() >= next_prune:
                     await self.service.store.prune(ROLLUP_KEEP_SECONDS)
+                    await self.service.store.flow_prune()
                     next_prune = loop.time() + PRUNE_INTERVAL_SECONDS
             except Exception:
                 log.exception("reaper.error")

@@ -48,7 +48,7 @@ async def prune_finished(store: Store, retention: Retention, batch: int = BATCH)
     for status, age in retention.ages():
         while True:
             n = await store.jobs_delete(
-                DeleteFilter((status,), finished_age_seconds=age, limit=batch)
+                DeleteFilter((status,), finished_age_seconds=age, limit=batch, keep_needed=True)
             )
             total += n
             if n < batch:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import orjson
 
 from leasehold.coordinator.rules.backoff import BackoffPolicy, retry_delay
+from leasehold.coordinator.rules.graph import requeue_dependent
 from leasehold.errors import (
     InvalidTransition,
     JobCancelled,
@@ -300,6 +302,8 @@ def decide_requeue(job: Job, now: datetime) -> Outcome:
                 f"job {job.id} is {job.status}; only dead or cancelled jobs are requeued"
             ),
         )
+    if job.parents is not None:  # it depends on others: it waits for them again
+        return requeue_dependent(job, now)
     revived = job.replace(
         status=JobStatus.QUEUED,
         attempts=0,
@@ -337,6 +341,40 @@ def decide_cancel(job: Job, now: datetime) -> Outcome:
     return Outcome(cancelled, changed=True, events=(Event.CANCELLED,))
 
 
+def decide_deadline(job: Job, now: datetime) -> Outcome:
+    """No lease started the job by its start deadline: it ends cancelled without running,
+    saying so (DESIGN.md §19). A job that started, or whose deadline has not passed (or
+    moved: a requeue keeps it, a debounce may not), is left as it is."""
+    if job.status not in (JobStatus.WAITING, JobStatus.QUEUED):
+        return _unchanged(job)
+    if job.start_by is None or job.start_by > now:
+        return _unchanged(job)
+    ended = job.replace(
+        status=JobStatus.CANCELLED,
+        finished_at=now,
+        lease_expires_at=None,
+        last_error=f"not started by its start deadline {job.start_by.isoformat()}",
+    )
+    return Outcome(ended, changed=True, events=(Event.DEADLINE_MISSED, Event.CANCELLED))
+
+
+def decide_spawn(job: Job, token: int, now: datetime) -> Outcome:
+    """A running job spawns children under its lease (DESIGN.md §22): only its current,
+    unrevoked token may, and only while nothing was reported under it and no cancel was
+    asked for. The job itself does not change."""
+    stale = fence(job, token)
+    if stale:
+        return _rejected(job, stale)
+    if job.cancel_requested or job.status is JobStatus.CANCELLED:
+        return _rejected(job, JobCancelled(f"job {job.id} was cancelled: it spawns nothing"))
+    if job.report is not None:
+        return _rejected(
+            job,
+            NotRunning(f"job {job.id} was already {job.report} under token {token}"),
+        )
+    return _unchanged(job)
+
+
 def decide_run_now(job: Job, now: datetime) -> Outcome:
     """An operator makes a queued job that waits for its run_after (a retry's backoff, a
     job enqueued for later) due at once. A queued job already due is left as it is; any
@@ -352,6 +390,7 @@ def decide_run_now(job: Job, now: datetime) -> Outcome:
 
 
 DELETABLE: tuple[JobStatus, ...] = (
+    JobStatus.WAITING,
     JobStatus.QUEUED,
     JobStatus.COMPLETED,
     JobStatus.DEAD,
@@ -388,22 +427,27 @@ def request_fingerprint(
     priority: int | None = None,
     queue: str | None = None,
     timeout_seconds: float | None = None,
+    later: dict[str, JSON] | None = None,
 ) -> str:
     """A digest of an enqueue request as given, to tell a retry from a different request.
 
     Priority and queue are added only when given, so a request that names neither hashes
-    as it did before they existed (keys used before an upgrade still match their retries).
+    as it did before they existed (keys used before an upgrade still match their retries);
+    likewise the time limit, and ``later``: the options added since (parents, group,
+    weight, start deadline, uniqueness), only those given.
     """
     given: list[JSON] = [kind, payload, max_attempts, run_after.isoformat() if run_after else None]
     if priority is not None or queue is not None:
         given += [priority, queue]
     if timeout_seconds is not None:  # likewise added only when given
         given += [{"timeout_seconds": timeout_seconds}]
+    if later:
+        given += [later]
     return hashlib.sha256(orjson.dumps(given, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def normalized_fingerprints(
-    request: EnqueueSpec, *, default_max_attempts: int
+    request: EnqueueSpec, *, default_max_attempts: int, refs: Sequence[tuple[str, str]] = ()
 ) -> tuple[str, tuple[str, ...]]:
     """The fingerprint of an enqueue request with its defaults filled in, so a retry that
     spells out a default (``priority: 0``) is the same request as one that leaves it out;
@@ -414,6 +458,7 @@ def normalized_fingerprints(
     option hashes as it always did) and writing ``run_after`` in UTC.
     """
     r = request
+    later = _later_options(r, refs)
     canonical = request_fingerprint(
         r.kind,
         r.payload,
@@ -422,8 +467,29 @@ def normalized_fingerprints(
         None if r.priority == DEFAULT_PRIORITY else r.priority,
         None if r.queue == DEFAULT_QUEUE else r.queue,
         r.timeout_seconds,
+        later,
     )
+    if later:  # no release before these options stored keys for requests that had them
+        return canonical, ()
     as_given = request_fingerprint(
         r.kind, r.payload, r.max_attempts, r.run_after, r.priority, r.queue, r.timeout_seconds
     )
     return canonical, (() if as_given == canonical else (as_given,))
+
+
+def _later_options(r: EnqueueSpec, refs: Sequence[tuple[str, str]]) -> dict[str, JSON]:
+    """The options added after the first release's fingerprint, those given (as the
+    request named them: parents in the same batch by their refs, so a retry matches)."""
+    later: dict[str, JSON] = {}
+    if r.depends_on or refs:
+        later["depends_on"] = [[d.id, str(d.on_failure)] for d in r.depends_on or ()]
+        later["depends_on"] += [[ref, mode] for ref, mode in refs]
+    if r.group_key is not None:
+        later["group_key"] = r.group_key
+    if r.weight not in (None, 1):
+        later["weight"] = r.weight
+    if r.start_by is not None:
+        later["start_by"] = r.start_by.astimezone(UTC).isoformat()
+    if r.unique is not None:
+        later["unique"] = orjson.loads(orjson.dumps(r.unique))
+    return later

@@ -39,6 +39,8 @@ def budget_seal(max_bytes: int) -> Callable[[Sequence[Job]], None]:
         spent = 0
         for n, job in enumerate(sorted(jobs, key=lease_order)):
             spent += len(answer.keep(job))  # the answer reuses this encoding
+            if job.parents:
+                spent += len(answer.encode(job.parents))
             if spent > max_bytes and n > 0:
                 raise OverBudget(n)
 

@@ -13,12 +13,14 @@ from leasehold.coordinator.rules.transitions import (
     Outcome,
     decide_cancel,
     decide_complete,
+    decide_deadline,
     decide_expire,
     decide_fail,
     decide_release,
     decide_renew,
     decide_requeue,
     decide_run_now,
+    decide_spawn,
 )
 from leasehold.coordinator.service import answer
 from leasehold.coordinator.store.contract import Decide
@@ -77,3 +79,11 @@ def run_now(job: Job, now: datetime) -> Outcome:
 
 def cancel(job: Job, now: datetime) -> Outcome:
     return decide_cancel(job, now)
+
+
+def spawn(token: int, job: Job, now: datetime) -> Outcome:
+    return decide_spawn(job, token, now)
+
+
+def deadline(job: Job, now: datetime) -> Outcome:
+    return decide_deadline(job, now)

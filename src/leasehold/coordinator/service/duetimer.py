@@ -51,6 +51,7 @@ class DueTimer:
         self._someone_waits = asyncio.Event()
         self._rearm = asyncio.Event()
         self._planned: datetime | None = None  # the due time being slept for
+        self._held: datetime | None = None  # when a rate limit lets held-back jobs go
         self.looks = 0  # looks at the store, for tests
 
     def poll_registered(self) -> None:
@@ -61,6 +62,13 @@ class DueTimer:
         """A job becomes due at ``when``: look again now if that is before the planned wake."""
         if when is not None and (self._planned is None or when < self._planned):
             self._rearm.set()
+
+    def hold(self, until: datetime) -> None:
+        """A rate limit held jobs back until ``until``: no job becomes due then, yet
+        waiting polls should look again (DESIGN.md §19)."""
+        if self._held is None or until < self._held:
+            self._held = until
+            self.arm(until)
 
     async def run(self) -> None:
         """The timer's loop, until cancelled."""
@@ -85,9 +93,14 @@ class DueTimer:
         # jobs that became due between its look and this one.
         since = checked or now - timedelta(seconds=self.max_sleep_seconds)
         passed = await self._next_due(since)
-        if passed is not None and passed <= now:
+        held, self._held = self._held, None
+        if (passed is not None and passed <= now) or (held is not None and held <= now):
             self._wake()  # their moment has passed unannounced
+        elif held is not None:
+            self._held = held
         upcoming = await self._next_due(now)
+        if self._held is not None and (upcoming is None or self._held < upcoming):
+            upcoming = self._held
         self._planned = upcoming
         delay = self.max_sleep_seconds
         if upcoming is not None:

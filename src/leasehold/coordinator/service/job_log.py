@@ -34,8 +34,10 @@ EVENT_NAMES = {
     Event.STALE_TOKEN: "token.stale",
     Event.CANCELLED: "job.cancelled",
     Event.CANCEL_REQUESTED: "job.cancel_requested",
+    Event.DEADLINE_MISSED: "job.deadline_missed",
+    Event.DUPLICATE: "job.duplicate",
 }
-_WARNINGS = (Event.STALE_TOKEN, Event.DEAD, Event.LEASE_EXPIRED)
+_WARNINGS = (Event.STALE_TOKEN, Event.DEAD, Event.LEASE_EXPIRED, Event.DEADLINE_MISSED)
 
 
 def log_outcome(outcome: Outcome, token: int | None) -> None:

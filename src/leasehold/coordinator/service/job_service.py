@@ -21,20 +21,24 @@ from leasehold.coordinator.rules.transitions import (
 from leasehold.coordinator.service import answer, decisions
 from leasehold.coordinator.service.budget import OverBudget, budget_seal
 from leasehold.coordinator.service.duetimer import DueTimer
+from leasehold.coordinator.service.explain import Explanation, explain
 from leasehold.coordinator.service.figures import FiguresCache, readings
 from leasehold.coordinator.service.finish import Finishes, is_finished, wait_finished
 from leasehold.coordinator.service.job_log import log_fields, log_outcome
-from leasehold.coordinator.service.names import NameCaps
+from leasehold.coordinator.service.names import GroupCap, NameCaps
 from leasehold.coordinator.service.requests import Complete, Enqueue, Fail, Renew
 from leasehold.coordinator.service.wakeup import Waiter, Wakeup
+from leasehold.coordinator.service.workflows import Graph
 from leasehold.coordinator.store.contract import (
     AttemptPage,
     DeadFilter,
     Decide,
+    Flow,
     Inserted,
     JobFilter,
     JobList,
     KindLimit,
+    Leased,
     LeaseRequest,
     NewJob,
     Store,
@@ -49,6 +53,7 @@ from leasehold.errors import (
 from leasehold.model import (
     JSON,
     MAX_ANSWER_BYTES,
+    MAX_GROUPS,
     MAX_KINDS,
     MAX_QUEUES,
     MAX_WAITING_POLLS,
@@ -57,6 +62,7 @@ from leasehold.model import (
     Attempt,
     Job,
     JobStatus,
+    Parent,
 )
 
 log = structlog.get_logger("leasehold")
@@ -77,6 +83,7 @@ class JobService:
         max_answer_bytes: int = MAX_ANSWER_BYTES,
         max_kinds: int = MAX_KINDS,
         max_queues: int = MAX_QUEUES,
+        max_groups: int = MAX_GROUPS,
         max_workers: int = MAX_WORKERS,
         max_waiting_results: int = MAX_WAITING_RESULTS,
     ) -> None:
@@ -91,6 +98,7 @@ class JobService:
         self.max_workers = max_workers
         self.max_waiting_results = max_waiting_results
         self.names = NameCaps(store.names_known, max_kinds, max_queues)
+        self.groups = GroupCap(store.groups_count, store.groups_known, max_groups)
         self._figures = FiguresCache(self._compute_stats)
         self.due = DueTimer(
             store.job_next_run_after, store.now, self.wakeup.notify, self.wakeup.__len__
@@ -143,11 +151,22 @@ class JobService:
 
     async def enqueue_many(self, requests: Sequence[Enqueue]) -> list[Inserted]:
         """All in one transaction: a conflicting idempotency key inserts none of them, and
-        neither does a payload over the cap.
+        neither does a payload over the cap, nor a graph that cannot be (DESIGN.md §22).
 
         Lessees waiting for jobs of these kinds and queues have their leases made in the
         same commit (one fsync from enqueue to start instead of two); others are woken.
         """
+        return await self._enqueue(requests)
+
+    async def spawn(self, job_id: int, token: int, requests: Sequence[Enqueue]) -> list[Inserted]:
+        """A running job's children, under its lease's token (DESIGN.md §22): a stale
+        token spawns nothing (409), and a key the job spawned under before gives back the
+        child made then."""
+        return await self._enqueue(requests, spawned_by=(job_id, token))
+
+    async def _enqueue(
+        self, requests: Sequence[Enqueue], spawned_by: tuple[int, int] | None = None
+    ) -> list[Inserted]:
         for r in requests:
             # Encoded once before the insert, for its size and to know it can be answered
             # (answer.payload_bytes): an enqueue cannot fail after its commit.
@@ -155,25 +174,22 @@ class JobService:
                 answer.payload_bytes(r.payload)
             elif too_large := self.oversize("payload", r.payload):
                 raise too_large
-        new_jobs = [r.new_job() for r in requests]
-        await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
-        due = [j for j in new_jobs if j.run_after is None and j.queue not in self.paused]
-        claimed = await self._claim_waiters(due)
-        handed = 0
-        if claimed:
-            both = await self.store.job_insert_and_lease(new_jobs, [w.request for w in claimed])
-            for waiter, jobs in zip(claimed, both.leased, strict=True):
-                self.wakeup.hand(waiter, jobs)
-                handed += len(jobs or ())
-            if both.error is not None:
-                raise both.error
-            inserted = both.inserted
+        graph = None
+        if spawned_by is not None or any(r.depends_on or r.after or r.unique for r in requests):
+            graph = Graph(requests, spawned_by=spawned_by[0] if spawned_by else None)
+            new_jobs = graph.jobs
         else:
-            inserted = await self.store.job_insert_many(new_jobs)
+            new_jobs = [r.new_job() for r in requests]
+        await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
+        await self.groups.admit([(j.kind, j.group_key) for j in new_jobs if j.group_key])
+        inserted, handed = await self._insert(new_jobs, spawned_by)
+        if graph is not None:
+            inserted = graph.answers(inserted)
         created = [i.job for i in inserted if i.created]
-        leasable = sum(job.queue not in self.paused for job in created)
+        started = created + [i.job for i in inserted if i.replaced]
+        leasable = sum(j.status is JobStatus.QUEUED and j.queue not in self.paused for j in started)
         self.wakeup.notify(max(0, leasable - handed))
-        self.due.arm(min((j.run_after for j in created), default=None))
+        self.due.arm(min((j.run_after for j in started), default=None))
         for job in created:
             # Debug, as job.leased: per job per step, they would double a busy coordinator's
             # logging; the attempt history keeps who leased what and when.
@@ -181,6 +197,30 @@ class JobService:
         self.metrics.enqueued(created)
         self._figures.changed()
         return inserted
+
+    async def _insert(
+        self, new_jobs: Sequence[NewJob], spawned_by: tuple[int, int] | None
+    ) -> tuple[list[Inserted], int]:
+        """The store's insert; jobs due at once go straight to waiting lessees, in the same
+        commit, where there are any: how many were handed to them."""
+        if spawned_by is not None:
+            parent, token = spawned_by
+            check = partial(decisions.spawn, token)
+            return await self.store.job_spawn(parent, check, new_jobs), 0
+        due = [
+            j for j in new_jobs if j.plain and j.run_after is None and j.queue not in self.paused
+        ]
+        claimed = await self._claim_waiters(due)
+        if claimed:
+            both = await self.store.job_insert_and_lease(new_jobs, [w.request for w in claimed])
+            handed = 0
+            for waiter, jobs in zip(claimed, both.leased, strict=True):
+                self.wakeup.hand(waiter, jobs)
+                handed += len(jobs or ())
+            if both.error is not None:
+                raise both.error
+            return both.inserted, handed
+        return await self.store.job_insert_many(new_jobs), 0
 
     async def _claim_waiters(self, due: Sequence[NewJob]) -> list[Waiter]:
         """Waiting lessees that would lease some of these jobs, except those whose
@@ -221,6 +261,7 @@ class JobService:
             tuple(queues) if queues is not None else None,
             seal=budget_seal(self.max_answer_bytes),
             request_id=request_id,
+            parents_budget=self.max_answer_bytes // 2,
         )
         loop = asyncio.get_running_loop()
         if wait_seconds > 0 and len(self.wakeup) >= self.max_waiting_polls:
@@ -233,7 +274,10 @@ class JobService:
         while True:
             waiter = self.wakeup.register(request, gone) if wait_seconds > 0 else None
             try:
-                jobs = await self._lease_within_budget(request)
+                leased = await self._lease_within_budget(request)
+                if not leased and leased.retry_at is not None:
+                    self.due.hold(leased.retry_at)  # a rate limit lets some go then
+                jobs: list[Job] = leased
                 remaining = deadline - loop.time()
                 if jobs or remaining <= 0 or waiter is None or self.stopping:
                     break
@@ -258,7 +302,7 @@ class JobService:
             self._figures.changed()
         return jobs
 
-    async def _lease_within_budget(self, request: LeaseRequest) -> list[Job]:
+    async def _lease_within_budget(self, request: LeaseRequest) -> Leased:
         """Lease; if the jobs would not fit in the answer's budget, that lease is rolled
         back and made again for as many as fitted (others may be picked by then)."""
         while True:
@@ -383,6 +427,21 @@ class JobService:
         # (bounded by their caps), and /health and renewals must not wait for it.
         return await asyncio.to_thread(figures, snapshot, live)
 
+    async def edges(
+        self, job_id: int, *, parents: bool, after_id: int = 0, limit: int = 100
+    ) -> list[Parent]:
+        """A page of the job's parents (or of the jobs that depend on it), by id."""
+        await self.get(job_id)
+        return await self.store.edges_list(job_id, parents=parents, after_id=after_id, limit=limit)
+
+    async def explain(self, job_id: int) -> Explanation:
+        """Why the job is not running right now (DESIGN.md §19, "Explain")."""
+        facts = await self.store.job_explain(job_id)
+        if facts is None:
+            raise JobNotFound(f"no job has id {job_id}")
+        live = await self.store.workers_list(LIVE_SECONDS, limit=self.max_workers)
+        return explain(facts, live)
+
     async def attempts(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         await self.get(job_id)
         return await self.store.attempts_list(job_id, page)
@@ -400,9 +459,18 @@ class JobService:
         """Cancel a job: at once unless it is running (then at its holder's next report)."""
         return await self._decide(job_id, None, decisions.cancel)
 
-    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
-        limit = await self.store.limit_put(kind, max_running)
-        log.info("limit.set", kind=kind, max_running=max_running)
+    async def limit_put(self, kind: str, flow: Flow) -> KindLimit:
+        limit = await self.store.limit_put(kind, flow)
+        rate = flow.rate
+        log.info(
+            "limit.set",
+            kind=kind,
+            max_running=flow.max_running,
+            max_running_per_group=flow.max_running_per_group,
+            rate=f"{rate.limit}/{rate.period_seconds:g}s" if rate is not None else None,
+            rate_per_group=rate.per_group if rate is not None else None,
+            fair=flow.turns,
+        )
         self.wakeup.notify()  # a raised limit lets jobs held back by it be leased now
         return limit
 
@@ -415,10 +483,26 @@ class JobService:
     async def limits(self) -> list[KindLimit]:
         return await self.store.limit_list()
 
+    def carried(self, outcomes: Sequence[Outcome]) -> None:
+        """What a change did to the jobs depending on it (DESIGN.md §22), told as any
+        decision is: logged, counted, result waits and lessees woken, due times armed."""
+        queued = 0
+        for outcome in outcomes:
+            log_outcome(outcome, None)
+            self.metrics.decided(outcome)
+            if is_finished(outcome.job):
+                self.finishes.fire(outcome.job.id)
+            queued += outcome.job.status is JobStatus.QUEUED
+            self._arm_if_queued(outcome)
+        if outcomes:
+            self.wakeup.notify(queued)
+            self._figures.changed()
+
     async def requeue_dead(self, query: DeadFilter) -> int:
         """Requeue the dead jobs matching the filter; how many moved."""
         ids = await self.store.jobs_dead(query)
         outcomes = await self.store.jobs_decide([(job_id, decisions.requeue) for job_id in ids])
+        self.carried(outcomes.carried)
         moved = 0
         for outcome in outcomes:
             if outcome is not None and outcome.changed:
@@ -439,6 +523,7 @@ class JobService:
         outcomes = await self.store.jobs_decide(
             [(e.job_id, partial(decisions.expire, e.token)) for e in expired]
         )
+        self.carried(outcomes.carried)
         reaped = [o for o in outcomes if o is not None and o.changed]
         for outcome in reaped:
             log_outcome(outcome, outcome.job.lease_token)
@@ -452,6 +537,18 @@ class JobService:
             self.figures_changed()
         return len(reaped)
 
+    async def miss_deadlines(self, limit: int = 1000) -> int:
+        """End the jobs no lease started by their start deadline (DESIGN.md §19): cancelled,
+        with the reason, counted as ``deadline_missed``; how many."""
+        late = await self.store.jobs_past_deadline(limit)
+        if not late:
+            return 0
+        outcomes = await self.store.jobs_decide([(i, decisions.deadline) for i in late])
+        self.carried(outcomes.carried)
+        ended = [o for o in outcomes if o is not None and o.changed]
+        self.carried(ended)
+        return len(ended)
+
     async def _decide(self, job_id: int, token: int | None, decide: Decide) -> Job:
         return _raise_or_job(await self._decide_many([(job_id, token, decide)]))
 
@@ -462,6 +559,7 @@ class JobService:
         outcomes = await self.store.jobs_decide(
             [(job_id, partial(decisions.sealed, decide)) for job_id, _, decide in items]
         )
+        self.carried(outcomes.carried)
         answers: list[Job | LeaseholdError] = []
         available = 0
         for (job_id, token, _), outcome in zip(items, outcomes, strict=True):

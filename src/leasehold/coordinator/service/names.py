@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 from leasehold.errors import TooManyNames
-from leasehold.model import MAX_KINDS, MAX_QUEUES
+from leasehold.model import MAX_GROUPS, MAX_KINDS, MAX_QUEUES
 
 RELOAD_SECONDS: Final = 1.0
 """At most one read of the names from the database this often, when a cap is reached."""
@@ -94,3 +94,45 @@ class NameCaps:
                 return  # read a moment ago (by this caller or another)
             self._kinds, self._queues = await self._load()
             self._loaded_at = self._clock()
+
+
+class GroupCap:
+    """The cap on distinct group keys (DESIGN.md §19): a job of a group the database does
+    not know, past ``max_groups`` of them, is refused (422 ``too_many_names``).
+
+    Group keys are as many as a producer's tenants, so they are not held in memory: the
+    number known is read at most once a second, and only an admission that would pass the
+    cap asks which of its groups are new. Like the names' caps, it bounds growth (several
+    coordinators may each add a few at the same moment), it is not a quota.
+    """
+
+    def __init__(
+        self,
+        count: Callable[[], Awaitable[int]],
+        known: Callable[[Sequence[tuple[str, str]]], Awaitable[set[tuple[str, str]]]],
+        max_groups: int = MAX_GROUPS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._count = count
+        self._known = known
+        self.max_groups = max_groups
+        self._clock = clock
+        self._counted: int | None = None
+        self._counted_at = float("-inf")
+
+    async def admit(self, groups: Sequence[tuple[str, str]]) -> None:
+        """Accept jobs of these (kind, group key) pairs, or raise TooManyNames."""
+        if not groups:
+            return
+        wanted = set(groups)
+        if self._counted is None or self._clock() - self._counted_at >= RELOAD_SECONDS:
+            self._counted, self._counted_at = await self._count(), self._clock()
+        if self._counted + len(wanted) <= self.max_groups:
+            return
+        new = wanted - await self._known(sorted(wanted))
+        if new and self._counted + len(new) > self.max_groups:
+            raise TooManyNames(
+                f"the coordinator has {self._counted} distinct group keys and accepts at most"
+                f" {self.max_groups} (--max-groups)"
+            )
+        self._counted += len(new)

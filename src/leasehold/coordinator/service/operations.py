@@ -69,8 +69,10 @@ class Operations:
     async def delete(self, job_id: int) -> None:
         """Delete one job and its history; a running job is refused (cancel it first)."""
         for _ in range(2):  # a second look if the job left its state between the reads
-            if await self.store.jobs_delete(DeleteFilter(DELETABLE, ids=(job_id,), limit=1)):
+            deleted = await self.store.jobs_delete(DeleteFilter(DELETABLE, ids=(job_id,), limit=1))
+            if deleted:
                 log.info("job.deleted", job_id=job_id)
+                self.service.carried(deleted.carried)
                 self.service.figures_changed()
                 return
             job = await self.store.job_get(job_id)
@@ -98,6 +100,7 @@ class Operations:
                     limit=batch,
                 )
             )
+            self.service.carried(n.carried)
             deleted += n
             if n < batch:
                 break

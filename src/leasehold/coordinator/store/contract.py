@@ -12,20 +12,28 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from leasehold.errors import IdempotencyConflict, LeaseholdError
+
+if TYPE_CHECKING:
+    from leasehold.coordinator.store.explain import Facts
 from leasehold.model import (
     DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
     JSON,
+    MAX_ANSWER_BYTES,
     Attempt,
+    Dependency,
     Firing,
     Job,
     JobStatus,
+    OnFailure,
     Outcome,
+    Parent,
     Schedule,
     ScheduleSpec,
+    Unique,
     schedule_idempotency_key,
 )
 
@@ -44,6 +52,9 @@ class DeleteFilter:
     # decides on PostgreSQL, as it does for expiry).
     finished_age_seconds: float | None = None
     limit: int = 1000
+    # Leave out a job that a dependent not yet finished still needs (its result goes to the
+    # dependent's lease): retention's deletes (DESIGN.md §22).
+    keep_needed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +90,23 @@ Decide = Callable[[Job, datetime], Outcome]
 
 
 @dataclass(frozen=True, slots=True)
+class StoreRules:
+    """The rules a store applies of its own accord, inside the transaction of a change:
+    what a new job's parents make of it, and what a job's end or revival does to the jobs
+    that depend on it (DESIGN.md §22). ``coordinator/rules/graph.py`` gives them; a store
+    imports no rule, so it is handed these (``store/open.py``)."""
+
+    # The new job as its parents (``job.parents``) make it: waiting, queued or cancelled.
+    admit: Callable[[Job, datetime], Job]
+    # A parent (id, status: None when deleted) ended: what that does to one dependent.
+    parent_ended: Callable[[Job, int, JobStatus | None, OnFailure, datetime], Outcome]
+    # A parent that had cancelled this job was requeued (``job.parents`` filled).
+    revive: Callable[[Job, datetime], Outcome]
+    # A unique job's duplicate takes a newer enqueue's payload and run_after (debounce).
+    replace: Callable[[Job, NewJob, datetime], Outcome]
+
+
+@dataclass(frozen=True, slots=True)
 class NewJob:
     kind: str
     payload: JSON
@@ -93,6 +121,26 @@ class NewJob:
     # Fingerprints an earlier release computed for this same request (as given, before
     # defaults were filled in): a key stored then still matches its retry now.
     also_matches: tuple[str, ...] = ()
+    # Workflows (DESIGN.md §22): parents by id, and parents among the jobs inserted
+    # before it in the same call, by their place there.
+    depends_on: tuple[Dependency, ...] = ()
+    after: tuple[tuple[int, OnFailure], ...] = ()
+    spawned_by: int | None = None  # the running job that spawns it, under ``spawn_key``
+    spawn_key: str | None = None
+    # Flow control (DESIGN.md §19, §23).
+    group_key: str | None = None
+    weight: int = 1
+    start_by: datetime | None = None
+    unique: Unique | None = None
+    unique_key: str | None = None  # the fingerprint duplicates are found by
+    # Where the request gave it, for errors that name it (("jobs", 3) in a batch).
+    loc: tuple[str | int, ...] = ()
+
+    @property
+    def plain(self) -> bool:
+        """Inserted as it is, queued, with nothing to look up first (no parents, no
+        uniqueness, no spawn key): the fast path of a batch."""
+        return not (self.depends_on or self.after or self.unique_key or self.spawn_key)
 
     def matches(self, stored_hash: str | None) -> bool:
         """Whether a job stored under this request's key was enqueued by the same request."""
@@ -112,6 +160,8 @@ class NewJob:
 class Inserted:
     job: Job
     created: bool  # False: the idempotency key was used before, ``job`` is that job
+    duplicate: bool = False  # ``job`` was there already and this enqueue is its duplicate
+    replaced: bool = False  # ... and took this enqueue's payload and run_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +186,8 @@ class LeaseRequest:
     # The worker's id for this request: a retry with the same (worker_id, request_id)
     # within LEASE_REQUEST_WINDOW_SECONDS gets the leases the first one made, not new ones.
     request_id: str | None = None
+    # Bytes of parents' results a dependent's lease may carry (DESIGN.md §22).
+    parents_budget: int = MAX_ANSWER_BYTES // 2
 
 
 # How long a lease request id is remembered (PROTOCOL.md, "Lease idempotency").
@@ -161,6 +213,36 @@ class JobFilter:
     # bytes; the first job is always included. None: no budget.
     max_bytes: int | None = None
     summary: bool = False  # leave payload and result out (not even read): None in the jobs
+
+
+class Decided(list[Outcome | None]):
+    """What ``jobs_decide`` did: an outcome per item (None for an unknown id); ``carried``:
+    what that did, in the same transaction, to the jobs that depend on them (§22)."""
+
+    carried: list[Outcome]
+
+    def __init__(self, items: Sequence[Outcome | None] = ()) -> None:
+        super().__init__(items)
+        self.carried = []
+
+
+class Deleted(int):
+    """How many jobs ``jobs_delete`` deleted; ``carried``: what that did, in the same
+    transaction, to the jobs that depended on them (DESIGN.md §22)."""
+
+    carried: list[Outcome]
+
+    def __new__(cls, n: int = 0, carried: Sequence[Outcome] = ()) -> Deleted:
+        deleted = super().__new__(cls, n)
+        deleted.carried = list(carried)
+        return deleted
+
+
+class Leased(list[Job]):
+    """The jobs a lease took; ``retry_at``: when a rate limit that held jobs back lets
+    some go (a waiting lessee looks again then), or None."""
+
+    retry_at: datetime | None = None
 
 
 class JobList(list[Job]):
@@ -204,10 +286,47 @@ class StatsSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``limit`` units started in any ``period_seconds`` (a job takes its weight),
+    for the whole kind or, ``per_group``, for each group key apart (DESIGN.md §19)."""
+
+    limit: int
+    period_seconds: float
+    per_group: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """A kind's limits (DESIGN.md §19); any of them may be set. ``fair``: its group keys
+    take turns at its leases, which they also do with a limit per group."""
+
+    max_running: int | None = None
+    max_running_per_group: int | None = None
+    rate: RateLimit | None = None
+    fair: bool = False
+
+    @property
+    def turns(self) -> bool:
+        """The kind's groups take turns (round robin) at its leases."""
+        return (
+            self.fair
+            or self.max_running_per_group is not None
+            or (self.rate is not None and self.rate.per_group)
+        )
+
+    @property
+    def planned(self) -> bool:
+        """A lease of the kind chooses its jobs one by one (turns, weights), rather than
+        taking the first due ones up to the kind's room."""
+        return self.turns or self.rate is not None
+
+
+@dataclass(frozen=True, slots=True)
 class KindLimit:
     kind: str
-    max_running: int
+    max_running: int | None
     running: int  # jobs of the kind running now, counted when read
+    flow: Flow = field(default_factory=Flow)  # every limit of the kind
 
 
 PlanFires = Callable[[Schedule, datetime], Firing]
@@ -283,7 +402,7 @@ class Store(Protocol):
         its own: a refused insert fails no lease, a failed lease no other."""
         ...
 
-    async def job_lease(self, request: LeaseRequest) -> list[Job]:
+    async def job_lease(self, request: LeaseRequest) -> Leased:
         """Lease up to ``max_jobs`` available jobs: highest priority first, then oldest
         run_after, then lowest id; never more running jobs of a kind than its limit.
 
@@ -301,14 +420,22 @@ class Store(Protocol):
 
     async def job_get(self, job_id: int) -> Job | None: ...
 
-    async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
+    async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> Decided:
         """For each (id, decide): read the job, decide, and write the outcome if it changed,
         guarded by the token and status that were read. One transaction for all; None for
-        an unknown id."""
+        an unknown id. The changes are carried to the jobs that depend on them."""
         ...
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         """Running jobs whose lease has run out, oldest expiry first."""
+        ...
+
+    async def job_explain(self, job_id: int) -> Facts | None:
+        """What a lease of the job's kind would meet now (None: no such job)."""
+        ...
+
+    async def jobs_past_deadline(self, limit: int) -> list[int]:
+        """Waiting and queued jobs whose start deadline has passed, earliest first."""
         ...
 
     async def names_known(self) -> tuple[set[str], set[str]]:
@@ -332,6 +459,13 @@ class Store(Protocol):
     async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         """The job's lease history, oldest first (tokens increase); one page of it, after
         the page's cursor, when ``page`` is given."""
+        ...
+
+    async def edges_list(
+        self, job_id: int, *, parents: bool, after_id: int, limit: int
+    ) -> list[Parent]:
+        """One page of a job's parents (``parents``) or dependents, by id after
+        ``after_id``, each as it stands now (no results)."""
         ...
 
     async def ping(self) -> None:
@@ -382,7 +516,9 @@ class Store(Protocol):
 
     # -- concurrency limits -------------------------------------------------------------
 
-    async def limit_put(self, kind: str, max_running: int) -> KindLimit: ...
+    async def limit_put(self, kind: str, flow: Flow) -> KindLimit:
+        """Set every limit of the kind (those not given are lifted)."""
+        ...
 
     async def limit_delete(self, kind: str) -> bool:
         """False if no limit was set for the kind."""
@@ -394,10 +530,19 @@ class Store(Protocol):
 
     # -- operations: deleting, paused queues, workers (store/contract.py) ----------------------
 
-    async def jobs_delete(self, query: DeleteFilter) -> int:
-        """Delete up to ``query.limit`` jobs matching the filter, with their attempt records,
-        in one short transaction; how many went. Running jobs are never deleted. On a shared
-        database, rows another transaction holds are skipped (left to it or the next batch)."""
+    async def jobs_delete(self, query: DeleteFilter) -> Deleted:
+        """Delete up to ``query.limit`` jobs matching the filter, with their attempt records
+        and edges, in one short transaction; how many went. Running jobs are never deleted.
+        On a shared database, rows another transaction holds are skipped (left to it or the
+        next batch). A job deleted unfinished ends its waiting dependents (§22)."""
+        ...
+
+    async def job_spawn(
+        self, parent_id: int, check: Decide, jobs: Sequence[NewJob]
+    ) -> list[Inserted]:
+        """Insert the children of a running job, keyed by (parent, spawn key): a key the
+        parent used before yields the child made then. ``check`` (the fencing rule) runs on
+        the parent, locked, first; its error is raised and nothing is inserted."""
         ...
 
     async def queue_pause(self, queue: str) -> bool:
@@ -422,6 +567,19 @@ class Store(Protocol):
     ) -> list[WorkerSeen]:
         """Workers seen within the last ``seen_within_seconds``, most recently seen first;
         ``limit`` of them (None: all) after the first ``offset``."""
+        ...
+
+    async def groups_count(self) -> int:
+        """How many group keys the database knows (the cap on distinct ones)."""
+        ...
+
+    async def groups_known(self, groups: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of these (kind, group key) pairs the database knows."""
+        ...
+
+    async def flow_prune(self) -> int:
+        """Forget rate-limit units that no longer count and groups idle with nothing
+        queued; how many rows went."""
         ...
 
     async def workers_forget(self, unseen_for_seconds: float, keep: int | None = None) -> int:

@@ -28,6 +28,7 @@ from leasehold.coordinator.store.contract import (
     DeadFilter,
     DeleteFilter,
     Expired,
+    Flow,
     JobFilter,
     LeaseRequest,
     NewJob,
@@ -36,9 +37,30 @@ from leasehold.coordinator.store.contract import (
 )
 from leasehold.coordinator.store.migrations import Migration
 from leasehold.coordinator.store.tally import Tally
-from leasehold.model import Attempt, Firing, Job, JobStatus, Outcome, Schedule, ScheduleSpec
+from leasehold.model import (
+    Attempt,
+    Firing,
+    Job,
+    JobStatus,
+    OnFailure,
+    Outcome,
+    Parent,
+    Schedule,
+    ScheduleSpec,
+)
 
 T = TypeVar("T")
+
+
+class Head(NamedTuple):
+    """A due job as a planned lease sees it before taking it (``store/flow.py``)."""
+
+    priority: int
+    run_after: Any  # as the engine keeps it (ordered like the time)
+    id: int
+    kind: str
+    group_key: str | None
+    weight: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +92,11 @@ class Tx(Protocol):
 
     async def now(self) -> datetime: ...
 
+    async def clock(self) -> datetime:
+        """The time now, later than ``now`` where the transaction waited (for a lock):
+        what a rate limit's window is measured to."""
+        ...
+
     # -- jobs ---------------------------------------------------------------------------
 
     async def jobs_insert(self, jobs: Sequence[NewJob]) -> list[Job | None]:
@@ -78,8 +105,58 @@ class Tx(Protocol):
         counted (``Tally.made``) and announced (``wake``) with it."""
         ...
 
-    async def jobs_by_key(self, keys: Sequence[str]) -> dict[str, Job]:
-        """The jobs stored under these idempotency keys."""
+    async def jobs_by_key(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+        """The jobs stored under these (kind, idempotency key) pairs."""
+        ...
+
+    async def job_insert(self, job: Job) -> Job | None:
+        """Insert one job as ``job`` has it (its id aside: the stored job has its own),
+        counted and announced; None where its idempotency key was taken meanwhile."""
+        ...
+
+    async def job_spawned(self, parent_id: int, key: str) -> Job | None:
+        """The child this parent spawned under this key, if any."""
+        ...
+
+    async def job_duplicate(
+        self, unique_key: str, statuses: Sequence[JobStatus], since: datetime | None
+    ) -> Job | None:
+        """The newest job with this unique fingerprint in one of ``statuses`` (created
+        after ``since``), with the fingerprint held until the transaction ends where
+        others insert at once (so two duplicates never both go in)."""
+        ...
+
+    async def job_replace(self, before: Job, after: Job) -> bool:
+        """Write ``after``'s payload and run_after, guarded by ``before``'s status."""
+        ...
+
+    async def job_states(self, ids: Sequence[int], *, lock: bool) -> dict[int, tuple[Parent, int]]:
+        """These jobs as parents, with their depth; ``lock``: against a concurrent change
+        (in id order), until the transaction ends."""
+        ...
+
+    async def deps_insert(self, edges: Sequence[tuple[int, int, OnFailure]]) -> None:
+        """Store (job, parent, on_failure) edges."""
+        ...
+
+    async def dependents_of(self, parent_ids: Sequence[int]) -> list[tuple[int, int, OnFailure]]:
+        """The (job, parent, on_failure) edges from these parents to waiting jobs."""
+        ...
+
+    async def jobs_blocked_by(self, parent_ids: Sequence[int]) -> list[int]:
+        """The cancelled jobs whose cancellation these parents' ends caused."""
+        ...
+
+    async def edges_list(
+        self, job_id: int, *, parents: bool, after_id: int, limit: int
+    ) -> list[Parent]:
+        """A page of a job's parents or dependents (as ``Store.edges_list``)."""
+        ...
+
+    async def parents_of(
+        self, job_ids: Sequence[int], *, results: int | None = None
+    ) -> dict[int, list[Parent]]:
+        """Each job's parents by id; with ``results``, their results within that budget."""
         ...
 
     async def jobs_read(self, ids: Sequence[int]) -> dict[int, Job]: ...
@@ -97,6 +174,8 @@ class Tx(Protocol):
 
     async def jobs_expired(self, limit: int) -> list[Expired]: ...
 
+    async def jobs_past_deadline(self, limit: int) -> list[int]: ...
+
     def jobs_page(self, query: JobFilter) -> AsyncGenerator[tuple[int, Job], None]:
         """The jobs of a list in its order, each with the bytes of its stored payload and
         result, read a few at a time (a page over its budget is never read whole)."""
@@ -104,9 +183,10 @@ class Tx(Protocol):
 
     async def jobs_dead(self, query: DeadFilter) -> list[int]: ...
 
-    async def jobs_delete(self, query: DeleteFilter) -> list[tuple[str, str, JobStatus]]:
-        """Delete one batch with its attempt records; the (queue, kind, status) of each job
-        deleted. On a shared database, rows another transaction holds are skipped."""
+    async def jobs_delete(self, query: DeleteFilter) -> list[tuple[int, str, str, JobStatus, int]]:
+        """Delete one batch with its attempt records and the edges to its parents; the
+        (id, queue, kind, status, dependents) of each job deleted. On a shared database,
+        rows another transaction holds are skipped."""
         ...
 
     async def job_next_run_after(self, after: datetime) -> datetime | None: ...
@@ -145,9 +225,66 @@ class Tx(Protocol):
         how many of each, read without locks."""
         ...
 
-    async def kind_limits(self, kinds: Sequence[str], *, lock: bool = False) -> dict[str, int]:
-        """The concurrency limits set on any of ``kinds``; ``lock``: lock their rows, in
-        kind order, until the transaction ends."""
+    async def kind_flows(self, kinds: Sequence[str], *, lock: bool = False) -> dict[str, Flow]:
+        """The limits set on any of ``kinds``; ``lock``: lock their rows, in kind order,
+        until the transaction ends."""
+        ...
+
+    async def lease_heads(
+        self, kinds: Sequence[str], caps: Sequence[int], queues: Sequence[str] | None, n: int
+    ) -> list[Head]:
+        """The first ``n`` due jobs of these kinds (each at most its cap) from ``queues``
+        (None: any), in lease order, locked where others lease at once (those another
+        transaction holds are skipped)."""
+        ...
+
+    async def group_heads(
+        self, kind: str, group_key: str | None, queues: Sequence[str] | None, n: int
+    ) -> list[Head]:
+        """The first ``n`` due jobs of one group of a kind (None: the jobs without a
+        group), in lease order, locked as ``lease_heads``'."""
+        ...
+
+    async def group_next_due(self, kind: str, group_key: str | None) -> datetime | None:
+        """The earliest run_after among the group's queued jobs (None: it has none)."""
+        ...
+
+    async def lease_take(self, request: LeaseRequest, ids: Sequence[int]) -> list[Job]:
+        """Lease exactly these jobs (those still queued) as ``lease_grant`` would."""
+        ...
+
+    async def groups_next(self, kind: str, now: datetime, limit: int) -> list[tuple[str, int]]:
+        """The kind's groups whose turn is oldest, awake by ``now``: (group key, turn),
+        each locked where others lease at once (those held by another are skipped)."""
+        ...
+
+    async def groups_ahead(self, kind: str, group_key: str, now: datetime) -> int:
+        """Groups of the kind awake by ``now`` whose turn comes before this group's."""
+        ...
+
+    async def jobs_ahead(self, job: Job, limit: int) -> int:
+        """Due jobs of the job's kind and queue before it in lease order (at most
+        ``limit``)."""
+        ...
+
+    async def groups_running(self, kind: str, groups: Sequence[str]) -> dict[str, int]:
+        """Running jobs of each group of the kind, from the kept counts."""
+        ...
+
+    async def groups_turned(self, kind: str, rows: Sequence[tuple[str, int, bool, float]]) -> None:
+        """Write groups' places: (group key, turn, active, asleep until as seconds since
+        the epoch)."""
+        ...
+
+    async def rate_started(
+        self, kind: str, groups: Sequence[str], since_slot: int
+    ) -> dict[str, list[tuple[int, int]]]:
+        """Units started under the kind's rate limit, by group: (slot, units) from
+        ``since_slot`` on."""
+        ...
+
+    async def rate_start(self, rows: Sequence[tuple[str, str, int, int, float]]) -> None:
+        """Count units started: (kind, group, slot, units, when the slot stops counting)."""
         ...
 
     async def running(self, kinds: Sequence[str]) -> dict[str, int]:
@@ -206,12 +343,24 @@ class Tx(Protocol):
         """Move ``next_fire_at`` on, only from the value read; False if it had moved."""
         ...
 
-    async def limit_upsert(self, kind: str, max_running: int) -> None: ...
+    async def limit_upsert(self, kind: str, flow: Flow) -> None:
+        """Set the kind's limits; a rate limit's period changed starts its count afresh,
+        and the kind's groups are all looked at again."""
+        ...
 
     async def limit_delete(self, kind: str) -> bool: ...
 
-    async def limits_all(self) -> list[tuple[str, int]]:
-        """Every (kind, max_running), by kind."""
+    async def limits_all(self) -> list[tuple[str, Flow]]:
+        """Every kind's limits, by kind."""
+        ...
+
+    async def groups_count(self) -> int: ...
+
+    async def groups_known(self, groups: Sequence[tuple[str, str]]) -> set[tuple[str, str]]: ...
+
+    async def flow_prune(self, now: datetime) -> int:
+        """Forget units no longer counted, and groups idle with nothing queued; how many
+        rows went."""
         ...
 
     # -- queues and workers -------------------------------------------------------------

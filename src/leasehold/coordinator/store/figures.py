@@ -61,6 +61,6 @@ async def queues(tx: Tx, window_seconds: int) -> QueuesSnapshot:
 async def limits(tx: Tx, kinds: Sequence[str] | None = None) -> list[KindLimit]:
     """The limits (those of ``kinds``, or all), by kind, each with its running jobs now."""
     every = await tx.limits_all()
-    chosen = [(k, n) for k, n in every if kinds is None or k in kinds]
+    chosen = [(k, flow) for k, flow in every if kinds is None or k in kinds]
     running = await tx.running([k for k, _ in chosen])
-    return [KindLimit(kind, n, running.get(kind, 0)) for kind, n in chosen]
+    return [KindLimit(kind, f.max_running, running.get(kind, 0), f) for kind, f in chosen]

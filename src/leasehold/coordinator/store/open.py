@@ -6,6 +6,7 @@ import importlib
 from urllib.parse import urlparse
 
 from leasehold.coordinator.clock import Clock
+from leasehold.coordinator.rules.graph import RULES
 from leasehold.coordinator.store.contract import Store
 
 MISSING_POSTGRES = (
@@ -33,12 +34,13 @@ def sqlite_path(url: str) -> str:
 
 
 def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL") -> Store:
-    """A store for ``url``: ``sqlite:///PATH`` or ``postgresql://...``. Not yet opened."""
+    """A store for ``url``: ``sqlite:///PATH`` or ``postgresql://...``, with the rules it
+    applies of its own accord (``rules.graph.RULES``). Not yet opened."""
     scheme = urlparse(url).scheme
     if scheme == "sqlite":
         from leasehold.coordinator.store.sqlite.driver import SqliteStore
 
-        return SqliteStore(sqlite_path(url), clock=clock, synchronous=synchronous)
+        return SqliteStore(sqlite_path(url), clock=clock, synchronous=synchronous, rules=RULES)
     if scheme in ("postgres", "postgresql"):
         # Imported by name so that the embedded default never loads asyncpg, which is an
         # extra: without it, say how to install it rather than show an ImportError.
@@ -46,6 +48,6 @@ def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL
         if missing is not None:
             raise ValueError(missing)
         postgres = importlib.import_module("leasehold.coordinator.store.postgres.driver")
-        store: Store = postgres.PostgresStore(url)
+        store: Store = postgres.PostgresStore(url, rules=RULES)
         return store
     raise ValueError(f"unsupported database URL scheme {scheme!r}: use sqlite:/// or postgresql://")

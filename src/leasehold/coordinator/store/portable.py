@@ -25,6 +25,8 @@ from leasehold.coordinator.store.contract import (
     WorkerBeat,
     WorkerSeen,
 )
+from leasehold.coordinator.store.flow_sql import FlowStatements
+from leasehold.coordinator.store.tally import Tally
 from leasehold.model import (
     Attempt,
     AttemptOutcome,
@@ -32,6 +34,8 @@ from leasehold.model import (
     Firing,
     Job,
     JobStatus,
+    OnFailure,
+    Parent,
     Schedule,
     ScheduleSpec,
 )
@@ -39,8 +43,20 @@ from leasehold.model import (
 COLUMNS: Final = job_fields.columns()
 INSERT_COLUMNS: Final = (
     "kind, payload, max_attempts, run_after, idempotency_key, request_hash, priority, queue,"
-    " headers, timeout_seconds, status, created_at"
+    " headers, timeout_seconds, group_key, weight, start_by, status, created_at"
 )
+# A job inserted on its own, as its parents, spawn and uniqueness made it (store/jobs.py).
+FULL_INSERT_COLUMNS: Final = (
+    f"{INSERT_COLUMNS}, waiting_for, depth, blocked_by, spawned_by, spawn_key, unique_key,"
+    " last_error, finished_at"
+)
+# Groups a job was queued in: looked at again by the next lease (store/flow.py).
+GROUPS_WOKEN: Final = (
+    "INSERT INTO flow_groups (kind, group_key) VALUES (?, ?) ON CONFLICT (kind, group_key)"
+    " DO UPDATE SET active = excluded.active, blocked_until = excluded.blocked_until"
+)
+# The conflict an idempotency key meets: a key is unique per kind (DESIGN.md §21).
+KEY_CONFLICT: Final = "ON CONFLICT (kind, idempotency_key) WHERE idempotency_key IS NOT NULL"
 SCHEDULE_COLUMNS: Final = (
     "name, cron, timezone, kind, payload, queue, priority, max_attempts, catch_up, enabled,"
     " next_fire_at, last_fire_at, created_at, updated_at"
@@ -73,9 +89,11 @@ def names_json(value: tuple[str, ...] | None) -> str | None:
     return json_text(list(value)) if value is not None else None
 
 
-def insert_params(new: NewJob, payload: str, run_after: Any) -> tuple[Any, ...]:
-    """A new job's columns, from ``kind`` to ``timeout_seconds`` in the order of
-    ``INSERT_COLUMNS``, with its payload as JSON text and its run_after as stored."""
+def insert_params(
+    new: NewJob, payload: str, run_after: Any, start_by: Any = None
+) -> tuple[Any, ...]:
+    """A new job's columns, from ``kind`` to ``start_by`` in the order of
+    ``INSERT_COLUMNS``, with its payload as JSON text and its times as stored."""
     return (
         new.kind,
         payload,
@@ -87,6 +105,9 @@ def insert_params(new: NewJob, payload: str, run_after: Any) -> tuple[Any, ...]:
         new.queue,
         json_text(new.headers) if new.headers is not None else None,
         new.timeout_seconds,
+        new.group_key,
+        new.weight,
+        start_by,
     )
 
 
@@ -106,7 +127,7 @@ def schedule_params(spec: ScheduleSpec) -> tuple[Any, ...]:
     )
 
 
-class PortableTx:
+class PortableTx(FlowStatements):
     """The statements common to every engine (see the module docstring)."""
 
     dialect: sql.Dialect
@@ -139,6 +160,27 @@ class PortableTx:
         """The stored time ``seconds`` before the transaction's now."""
         return self._stored(await self.now() - timedelta(seconds=seconds))
 
+    # Locks a read takes on an engine where others write at once ("" where one writer is
+    # alone): rows changed next, or rows whose change must wait for this transaction.
+    _row_lock: str = ""
+
+    async def _lock_key(self, key: str) -> None:
+        """Hold ``key`` until the transaction ends, against another transaction holding it
+        (nothing to do where one writer is alone)."""
+
+    async def _many(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run a statement once per row of parameters."""
+        raise NotImplementedError
+
+    def _json_text(self, column: str) -> str:
+        """A JSON column read as its text."""
+        return column
+
+    def wake(self) -> None:
+        raise NotImplementedError
+
+    tally: Tally
+
     def _index(self, name: str) -> str:
         return self.dialect.indexed_by.format(index=name) if self.dialect.indexed_by else ""
 
@@ -150,9 +192,199 @@ class PortableTx:
             return {ids[0]: self._job(row)} if row is not None else {}
         return {job.id: job for job in await self._jobs_where("id", ids)}
 
-    async def jobs_by_key(self, keys: Sequence[str]) -> dict[str, Job]:
-        jobs = await self._jobs_where("idempotency_key", keys)
-        return {job.idempotency_key: job for job in jobs if job.idempotency_key is not None}
+    async def jobs_by_key(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+        wanted = set(keys)
+        jobs = await self._jobs_where("idempotency_key", [key for _, key in wanted])
+        found = {(job.kind, job.idempotency_key or ""): job for job in jobs}
+        return {key: job for key, job in found.items() if key in wanted}
+
+    async def job_insert(self, job: Job) -> Job | None:
+        """Insert one job as ``job`` has it (its id aside), counted and announced; None
+        when its idempotency key was taken meanwhile."""
+        stored = self._stored
+        row = await self._one(
+            f"INSERT INTO jobs ({FULL_INSERT_COLUMNS})"
+            f" VALUES ({', '.join(['?'] * 23)}) {KEY_CONFLICT} DO NOTHING RETURNING {COLUMNS}",
+            job.kind,
+            json_text(job.payload),
+            job.max_attempts,
+            stored(job.run_after),
+            job.idempotency_key,
+            job.request_hash,
+            job.priority,
+            job.queue,
+            json_text(job.headers) if job.headers is not None else None,
+            job.timeout_seconds,
+            job.group_key,
+            job.weight,
+            stored(job.start_by) if job.start_by is not None else None,
+            str(job.status),
+            stored(job.created_at),
+            job.waiting_for,
+            job.depth,
+            job.blocked_by,
+            job.spawned_by,
+            job.spawn_key,
+            job.unique_key,
+            job.last_error,
+            stored(job.finished_at) if job.finished_at is not None else None,
+        )
+        if row is None:
+            return None
+        made = self._job(row)
+        self.tally.made(made.queue, made.kind, made.status, made.group_key)
+        if made.status is JobStatus.QUEUED:
+            self.wake()
+        return made
+
+    async def job_spawned(self, parent_id: int, key: str) -> Job | None:
+        row = await self._one(
+            f"SELECT {COLUMNS} FROM jobs WHERE spawned_by = ? AND spawn_key = ?", parent_id, key
+        )
+        return self._job(row) if row is not None else None
+
+    async def job_duplicate(
+        self, unique_key: str, statuses: Sequence[JobStatus], since: datetime | None
+    ) -> Job | None:
+        """The newest job with this fingerprint in one of ``statuses`` (created after
+        ``since``), locked against a concurrent change where others write too."""
+        await self._lock_key(unique_key)
+        where = sql.Where(self.dialect)
+        where.equal("unique_key", unique_key)
+        where.add(self.dialect.any_of, self.dialect.as_list([str(s) for s in statuses]), "status")
+        if since is not None:
+            where.add("{col} > {p}", self._stored(since), "created_at")
+        row = await self._one(
+            f"SELECT {COLUMNS} FROM jobs {self._index('jobs_unique')} WHERE {where.sql()}"
+            f" ORDER BY id DESC LIMIT 1{self._row_lock}",
+            *where.params,
+        )
+        return self._job(row) if row is not None else None
+
+    async def job_replace(self, before: Job, after: Job) -> bool:
+        """A duplicate's new payload and run_after, guarded by the status it was read in."""
+        changed = await self._changed(
+            "UPDATE jobs SET payload = ?, run_after = ? WHERE id = ? AND status = ?",
+            json_text(after.payload),
+            self._stored(after.run_after),
+            before.id,
+            str(before.status),
+        )
+        return changed == 1
+
+    async def job_states(self, ids: Sequence[int], *, lock: bool) -> dict[int, tuple[Parent, int]]:
+        """The jobs as parents (id, kind, status, spawn key) with their depth; ``lock``:
+        held against a concurrent change until the transaction ends (in id order): a
+        parent's end then waits for the new dependent and its edge to commit."""
+        where = sql.Where(self.dialect)
+        where.add(self.dialect.any_of, self.dialect.as_list(list(ids)), "id")
+        rows = await self._all(
+            f"SELECT id, kind, status, spawn_key, depth FROM jobs WHERE {where.sql()}"
+            f" ORDER BY id{self._row_lock if lock else ''}",
+            *where.params,
+        )
+        return {
+            i: (Parent(i, kind, JobStatus(status), spawn_key=key), depth)
+            for i, kind, status, key, depth in rows
+        }
+
+    async def deps_insert(self, edges: Sequence[tuple[int, int, OnFailure]]) -> None:
+        """Store the edges, and count each on its parent (whose end then looks for its
+        dependents: a job without any never does)."""
+        await self._many(
+            "INSERT INTO job_deps (job_id, parent_id, on_failure) VALUES (?, ?, ?)",
+            [(job_id, parent_id, str(mode)) for job_id, parent_id, mode in edges],
+        )
+        await self._many(
+            "UPDATE jobs SET dependents = dependents + 1 WHERE id = ?",
+            [(parent_id,) for _, parent_id, _ in edges],
+        )
+
+    async def dependents_of(self, parent_ids: Sequence[int]) -> list[tuple[int, int, OnFailure]]:
+        """The edges from these parents to dependents still waiting, by dependent."""
+        where = sql.Where(self.dialect)
+        where.add(self.dialect.any_of, self.dialect.as_list(list(parent_ids)), "job_deps.parent_id")
+        rows = await self._all(
+            "SELECT job_deps.job_id, job_deps.parent_id, job_deps.on_failure FROM job_deps"
+            " JOIN jobs ON jobs.id = job_deps.job_id"
+            f" WHERE {where.sql()} AND jobs.status = 'waiting'"
+            " ORDER BY job_deps.job_id, job_deps.parent_id",
+            *where.params,
+        )
+        return [(job_id, parent_id, OnFailure(mode)) for job_id, parent_id, mode in rows]
+
+    async def jobs_blocked_by(self, parent_ids: Sequence[int]) -> list[int]:
+        """The jobs these parents' ends cancelled (still cancelled)."""
+        where = sql.Where(self.dialect)
+        where.add(self.dialect.any_of, self.dialect.as_list(list(parent_ids)), "blocked_by")
+        rows = await self._all(
+            f"SELECT id FROM jobs {self._index('jobs_blocked_by')}"
+            f" WHERE {where.sql()} AND status = 'cancelled' ORDER BY id",
+            *where.params,
+        )
+        return [row[0] for row in rows]
+
+    async def edges_list(
+        self, job_id: int, *, parents: bool, after_id: int, limit: int
+    ) -> list[Parent]:
+        mine, other = ("job_id", "parent_id") if parents else ("parent_id", "job_id")
+        rows = await self._all(
+            f"SELECT job_deps.{other}, job_deps.on_failure, other.kind, other.status,"
+            " other.spawn_key FROM job_deps"
+            f" LEFT JOIN jobs AS other ON other.id = job_deps.{other}"
+            f" WHERE job_deps.{mine} = ? AND job_deps.{other} > ?"
+            f" ORDER BY job_deps.{other} LIMIT ?",
+            job_id,
+            after_id,
+            limit,
+        )
+        return [
+            Parent(
+                i,
+                kind,
+                JobStatus(status) if status is not None else None,
+                spawn_key=key,
+                on_failure=OnFailure(mode),
+            )
+            for i, mode, kind, status, key in rows
+        ]
+
+    async def parents_of(
+        self, job_ids: Sequence[int], *, results: int | None = None
+    ) -> dict[int, list[Parent]]:
+        """Each job's parents as they stand (a deleted one with no kind nor status), by
+        id. With ``results``, their results too while all of them together stay within
+        that many bytes; each past it says its result was left out."""
+        where = sql.Where(self.dialect)
+        where.add(self.dialect.any_of, self.dialect.as_list(list(job_ids)), "job_deps.job_id")
+        result = self._json_text("parent.result") if results is not None else "NULL"
+        rows = await self._all(
+            "SELECT job_deps.job_id, job_deps.parent_id, job_deps.on_failure, parent.kind,"
+            f" parent.status, parent.spawn_key, {result} FROM job_deps"
+            " LEFT JOIN jobs AS parent ON parent.id = job_deps.parent_id"
+            f" WHERE {where.sql()} ORDER BY job_deps.job_id, job_deps.parent_id",
+            *where.params,
+        )
+        found: dict[int, list[Parent]] = {}
+        spent = 0
+        for job_id, parent_id, mode, kind, status, key, text in rows:
+            omitted = False
+            value: Any = None
+            if text is not None:
+                spent += len(text)
+                omitted = results is not None and spent > results
+                value = None if omitted else orjson.Fragment(text)
+            parent = Parent(
+                parent_id,
+                kind,
+                JobStatus(status) if status is not None else None,
+                value,
+                omitted,
+                key,
+                OnFailure(mode),
+            )
+            found.setdefault(job_id, []).append(parent)
+        return found
 
     async def _jobs_where(self, column: str, values: Sequence[Any]) -> list[Job]:
         where = sql.Where(self.dialect)
@@ -188,6 +420,36 @@ class PortableTx:
             limit,
         )
         return [Expired(job_id, token) for job_id, token in rows]
+
+    async def jobs_ahead(self, job: Job, limit: int) -> int:
+        """Counted from the (queue, kind) range of the lease index, up to ``limit``."""
+        stored = self._stored
+        rows = await self._all(
+            f"SELECT count(*) FROM (SELECT 1 FROM jobs {self._index('jobs_pick_queue_kind')}"
+            " WHERE status = 'queued' AND queue = ? AND kind = ? AND run_after <= ?"
+            " AND (priority > ? OR (priority = ? AND (run_after < ?"
+            " OR (run_after = ? AND id < ?)))) LIMIT ?) AS ahead",
+            job.queue,
+            job.kind,
+            await self._ago(0),
+            job.priority,
+            job.priority,
+            stored(job.run_after),
+            stored(job.run_after),
+            job.id,
+            limit,
+        )
+        return int(rows[0][0])
+
+    async def jobs_past_deadline(self, limit: int) -> list[int]:
+        rows = await self._all(
+            f"SELECT id FROM jobs {self._index('jobs_start_by')}"
+            " WHERE start_by IS NOT NULL AND status IN ('waiting', 'queued') AND start_by <= ?"
+            " ORDER BY start_by LIMIT ?",
+            await self._ago(0),
+            limit,
+        )
+        return [row[0] for row in rows]
 
     async def status_counts(self) -> list[tuple[JobStatus, int]]:
         rows = await self._all("SELECT status, count(*) FROM jobs GROUP BY status")
@@ -280,20 +542,8 @@ class PortableTx:
         )
         return moved == 1
 
-    async def limit_upsert(self, kind: str, max_running: int) -> None:
-        await self._changed(
-            "INSERT INTO kind_limits (kind, max_running) VALUES (?, ?)"
-            " ON CONFLICT (kind) DO UPDATE SET max_running = excluded.max_running",
-            kind,
-            max_running,
-        )
-
     async def limit_delete(self, kind: str) -> bool:
         return await self._changed("DELETE FROM kind_limits WHERE kind = ?", kind) == 1
-
-    async def limits_all(self) -> list[tuple[str, int]]:
-        rows = await self._all("SELECT kind, max_running FROM kind_limits ORDER BY kind")
-        return [(kind, n) for kind, n in rows]
 
     # -- queues and workers -----------------------------------------------------------------
 

@@ -10,7 +10,13 @@ enqueued once however many coordinators try, and the enqueue and the move commit
 from __future__ import annotations
 
 from leasehold.coordinator.store import jobs
-from leasehold.coordinator.store.contract import Fired, FirstFire, PlanFires, scheduled_job
+from leasehold.coordinator.store.contract import (
+    Fired,
+    FirstFire,
+    PlanFires,
+    StoreRules,
+    scheduled_job,
+)
 from leasehold.coordinator.store.driver import Tx
 from leasehold.errors import Unavailable
 from leasehold.model import Schedule, ScheduleSpec
@@ -22,7 +28,7 @@ async def put(tx: Tx, spec: ScheduleSpec, first: FirstFire) -> tuple[Schedule, b
     return await tx.schedule_upsert(spec, first(spec, now), now)
 
 
-async def fire(tx: Tx, plan: PlanFires, limit: int) -> list[Fired]:
+async def fire(tx: Tx, plan: PlanFires, limit: int, rules: StoreRules) -> list[Fired]:
     """Fire up to ``limit`` due schedules (the module docstring)."""
     now, due = await tx.schedules_due(limit)
     fired: list[Fired] = []
@@ -30,7 +36,7 @@ async def fire(tx: Tx, plan: PlanFires, limit: int) -> list[Fired]:
         assert now is not None  # given with the schedules due
         firing = plan(schedule, now)
         runs = [scheduled_job(schedule, t) for t in firing.fire_times]
-        inserted = await jobs.insert(tx, runs, compare=False) if runs else []
+        inserted = await jobs.insert(tx, runs, rules, compare=False) if runs else []
         if not await tx.schedule_advance(schedule, firing):
             # Impossible while the row is locked: roll the firing back rather than
             # enqueue a run twice.

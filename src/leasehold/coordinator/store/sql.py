@@ -72,6 +72,14 @@ def dead(query: DeadFilter, dialect: Dialect) -> Where:
     return where
 
 
+NOT_NEEDED = (
+    "NOT EXISTS (SELECT 1 FROM job_deps JOIN jobs AS dependent ON dependent.id = job_deps.job_id"
+    " WHERE job_deps.parent_id = jobs.id"
+    " AND dependent.status IN ('waiting', 'queued', 'running'))"
+)
+"""A job no unfinished dependent needs (DESIGN.md §22)."""
+
+
 def deletable(query: DeleteFilter, dialect: Dialect) -> tuple[Where, str]:
     """The jobs a delete takes, and the order it takes them in: the oldest finished first
     when it goes by age (retention), else by id."""
@@ -81,6 +89,8 @@ def deletable(query: DeleteFilter, dialect: Dialect) -> tuple[Where, str]:
         where.add(dialect.any_of, dialect.as_list(list(query.ids)), "id")
     where.equal("kind", query.kind)
     where.equal("queue", query.queue)
+    if query.keep_needed:
+        where.clauses.append(NOT_NEEDED)
     if query.finished_before is None and query.finished_age_seconds is None:
         return where, "id"
     where.clauses.append("finished_at IS NOT NULL")

@@ -6,40 +6,57 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
+from typing import NoReturn
 
-from leasehold.coordinator.store import figures, jobs, leasing, scheduling
+from leasehold.coordinator.store import explain, figures, jobs, leasing, scheduling
 from leasehold.coordinator.store.contract import (
     AttemptPage,
     DeadFilter,
     Decide,
+    Decided,
+    Deleted,
     DeleteFilter,
     Expired,
     Fired,
     FirstFire,
+    Flow,
     Inserted,
     InsertedAndLeased,
     JobFilter,
     JobList,
     KindLimit,
+    Leased,
     LeaseRequest,
     NewJob,
     PlanFires,
     QueuesSnapshot,
     StatsSnapshot,
+    StoreRules,
     WorkerBeat,
     WorkerSeen,
 )
 from leasehold.coordinator.store.driver import Driver, Tx, Write
+from leasehold.coordinator.store.explain import Facts
 from leasehold.coordinator.store.migrate import migrate
 from leasehold.errors import LeaseholdError, Unavailable
-from leasehold.model import Attempt, Job, JobStatus, Outcome, Schedule, ScheduleSpec
+from leasehold.model import Attempt, Job, JobStatus, Parent, Schedule, ScheduleSpec
+
+
+def _unruled(*_: object) -> NoReturn:
+    raise Unavailable("this store was opened without the rules of workflows (store/open.py)")
+
+
+# A store made without rules (by a test, or a tool that only reads) refuses what needs them.
+_NO_RULES = StoreRules(admit=_unruled, parent_ended=_unruled, revive=_unruled, replace=_unruled)
 
 
 class DriverStore:
-    """A Store on one driver (``sqlite.SqliteStore``, ``postgres.PostgresStore``)."""
+    """A Store on one driver (``sqlite.SqliteStore``, ``postgres.PostgresStore``), applying
+    ``rules`` of its own accord (a store made without them refuses what needs them)."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: Driver, rules: StoreRules | None = None) -> None:
         self.driver = driver
+        self.rules = rules or _NO_RULES
 
     async def open(self) -> None:
         await self.driver.open(partial(migrate, dialect=self.driver.dialect))
@@ -63,14 +80,16 @@ class DriverStore:
     # -- jobs -------------------------------------------------------------------------------
 
     async def job_insert_many(self, new: Sequence[NewJob]) -> list[Inserted]:
-        one = len(new) == 1
-        return await self.driver.write(partial(jobs.insert, jobs=new), small=one, single=one)
+        one = len(new) == 1 and new[0].plain
+        insert = partial(jobs.insert, jobs=new, rules=self.rules)
+        return await self.driver.write(insert, small=len(new) == 1, single=one)
 
     async def job_insert_and_lease(
         self, new: Sequence[NewJob], leases: Sequence[LeaseRequest]
     ) -> InsertedAndLeased:
         one = len(new) == 1
-        writes = [Write(partial(jobs.insert, jobs=new), single=one)]
+        insert = partial(jobs.insert, jobs=new, rules=self.rules)
+        writes = [Write(insert, single=one and new[0].plain)]
         writes += [Write(partial(leasing.lease, request=r)) for r in leases]
         inserted, *leased = await self.driver.write_each(writes, small=one)
         error: LeaseholdError | None = None
@@ -81,7 +100,7 @@ class DriverStore:
             inserted, error, [None if isinstance(a, BaseException) else a for a in leased]
         )
 
-    async def job_lease(self, request: LeaseRequest) -> list[Job]:
+    async def job_lease(self, request: LeaseRequest) -> Leased:
         lease = partial(leasing.lease, request=request)
         return await self.driver.write(lease, small=request.max_jobs == 1)
 
@@ -91,11 +110,25 @@ class DriverStore:
 
         return await self.driver.read(get, point=True)
 
-    async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> list[Outcome | None]:
-        return await self.driver.write(partial(jobs.decide, items=items), small=len(items) == 1)
+    async def jobs_decide(self, items: Sequence[tuple[int, Decide]]) -> Decided:
+        decide = partial(jobs.decide, items=items, rules=self.rules)
+        return await self.driver.write(decide, small=len(items) == 1)
+
+    async def job_spawn(
+        self, parent_id: int, check: Decide, new: Sequence[NewJob]
+    ) -> list[Inserted]:
+        return await self.driver.write(
+            partial(jobs.spawn, parent_id=parent_id, check=check, jobs=new, rules=self.rules)
+        )
 
     async def jobs_expired(self, limit: int) -> list[Expired]:
         return await self.driver.write(lambda tx: tx.jobs_expired(limit), single=True)
+
+    async def job_explain(self, job_id: int) -> Facts | None:
+        return await self.driver.read(partial(explain.facts, job_id=job_id))
+
+    async def jobs_past_deadline(self, limit: int) -> list[int]:
+        return await self.driver.read(lambda tx: tx.jobs_past_deadline(limit))
 
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         return await self.driver.read(lambda tx: tx.job_next_run_after(after))
@@ -109,8 +142,15 @@ class DriverStore:
     async def attempts_list(self, job_id: int, page: AttemptPage | None = None) -> list[Attempt]:
         return await self.driver.read(lambda tx: tx.attempts_list(job_id, page))
 
-    async def jobs_delete(self, query: DeleteFilter) -> int:
-        return await self.driver.write(partial(jobs.delete, query=query))
+    async def edges_list(
+        self, job_id: int, *, parents: bool, after_id: int, limit: int
+    ) -> list[Parent]:
+        return await self.driver.read(
+            lambda tx: tx.edges_list(job_id, parents=parents, after_id=after_id, limit=limit)
+        )
+
+    async def jobs_delete(self, query: DeleteFilter) -> Deleted:
+        return await self.driver.write(partial(jobs.delete, query=query, rules=self.rules))
 
     # -- counts and figures -------------------------------------------------------------------
 
@@ -144,11 +184,13 @@ class DriverStore:
         return await self.driver.write(lambda tx: tx.schedule_delete(name), single=True)
 
     async def schedules_fire(self, plan: PlanFires, limit: int) -> list[Fired]:
-        return await self.driver.write(partial(scheduling.fire, plan=plan, limit=limit))
+        return await self.driver.write(
+            partial(scheduling.fire, plan=plan, limit=limit, rules=self.rules)
+        )
 
-    async def limit_put(self, kind: str, max_running: int) -> KindLimit:
+    async def limit_put(self, kind: str, flow: Flow) -> KindLimit:
         async def put(tx: Tx) -> KindLimit:
-            await tx.limit_upsert(kind, max_running)
+            await tx.limit_upsert(kind, flow)
             (limit,) = await figures.limits(tx, [kind])
             return limit
 
@@ -186,6 +228,18 @@ class DriverStore:
         return await self.driver.write(
             lambda tx: tx.workers_list(seen_within_seconds, limit, offset), single=True
         )
+
+    async def groups_count(self) -> int:
+        return await self.driver.read(lambda tx: tx.groups_count())
+
+    async def groups_known(self, groups: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        return await self.driver.read(lambda tx: tx.groups_known(groups))
+
+    async def flow_prune(self) -> int:
+        async def prune(tx: Tx) -> int:
+            return await tx.flow_prune(await tx.now())
+
+        return await self.driver.write(prune)
 
     async def workers_forget(self, unseen_for_seconds: float, keep: int | None = None) -> int:
         return await self.driver.write(

@@ -25,15 +25,28 @@ class Tally:
     events: Counter[tuple[Event, str]] = field(default_factory=Counter)
     sums: dict[tuple[Event, str], float] = field(default_factory=dict)
     counts: Counter[tuple[str, str, JobStatus]] = field(default_factory=Counter)
+    # Running jobs by (kind, group key), and the groups a job was queued in (they may have
+    # work again: store/flow.py looks at them again), for jobs with a group key.
+    running: Counter[tuple[str, str]] = field(default_factory=Counter)
+    woken: set[tuple[str, str]] = field(default_factory=set)
 
     def event(self, name: Event, kind: str, value: float = 0.0, n: int = 1) -> None:
         self.events[name, kind] += n
         self.sums[name, kind] = self.sums.get((name, kind), 0.0) + value
 
-    def made(self, queue: str, kind: str) -> None:
-        """A job enqueued: its event, and one more queued job of its queue and kind."""
+    def made(
+        self,
+        queue: str,
+        kind: str,
+        status: JobStatus = JobStatus.QUEUED,
+        group_key: str | None = None,
+    ) -> None:
+        """A job enqueued: its event, and one more job of its queue, kind and status
+        (queued, or waiting for its parents, or cancelled at once by one)."""
         self.event(Event.ENQUEUED, kind)
-        self.counts[queue, kind, JobStatus.QUEUED] += 1
+        self.counts[queue, kind, status] += 1
+        if group_key is not None and status is JobStatus.QUEUED:
+            self.woken.add((kind, group_key))
 
     def leased(self, job: Job, waited: float) -> None:
         """A lease granted; ``waited``: seconds from the job's run_after to its lease."""
@@ -55,6 +68,11 @@ class Tally:
         if before is not after:
             self.counts[job.queue, job.kind, before] -= 1
             self.counts[job.queue, job.kind, after] += 1
+            if job.group_key is not None:
+                group = (job.kind, job.group_key)
+                self.running[group] += (after is JobStatus.RUNNING) - (before is JobStatus.RUNNING)
+                if after is JobStatus.QUEUED:
+                    self.woken.add(group)
 
     def rows(self) -> list[tuple[str, str, str, int, float]]:
         """Every change to write, as (name, kind, queue, n, value sum) rows of the counters
@@ -72,12 +90,22 @@ class Tally:
         ]
         return sorted(events + counts)
 
+    def group_rows(self) -> list[tuple[str, str, int]]:
+        """Running jobs' changes by group, as (kind, group key, n) rows, sorted."""
+        return sorted((kind, group, n) for (kind, group), n in self.running.items() if n)
+
     def take(self) -> Tally:
         """What was counted so far, leaving this tally empty (a driver folds it into the
         statement it is about to send)."""
-        taken = Tally(self.events, self.sums, self.counts)
+        taken = Tally(self.events, self.sums, self.counts, self.running, self.woken)
         self.events, self.sums, self.counts = Counter(), {}, Counter()
+        self.running, self.woken = Counter(), set()
         return taken
 
     def __bool__(self) -> bool:
-        return any(self.events.values()) or any(self.counts.values())
+        return (
+            any(self.events.values())
+            or any(self.counts.values())
+            or any(self.running.values())
+            or bool(self.woken)
+        )

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 
 from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.encode import (
+    enqueued_wire,
     job_json,
     reply_json,
     summary_wire,
@@ -19,6 +20,7 @@ from leasehold.coordinator.api.routes.shared import (
     FOR_JOB_READERS,
     FOR_PRODUCERS,
     FOR_READERS,
+    FOR_WORKERS,
     cursor_of,
     errors,
     parse_job_id,
@@ -32,10 +34,13 @@ from leasehold.coordinator.api.schemas.jobs import (
     BatchEnqueueOut,
     BatchEnqueueRequest,
     BulkRequeueRequest,
+    EdgePage,
     EnqueueRequest,
+    ExplanationOut,
     JobOut,
     JobPage,
     RequeueCount,
+    SpawnRequest,
 )
 from leasehold.coordinator.store.contract import AttemptPage, DeadFilter, JobFilter
 from leasehold.errors import (
@@ -45,6 +50,10 @@ from leasehold.model import MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, JobStatus
 from leasehold.tracing import tag_jobs
 
 router = APIRouter(route_class=StrictJSONRoute)
+
+DUPLICATE_HEADER = "Leasehold-Duplicate"
+"""On an enqueue's 200: the job answered was there already, and this enqueue is its
+duplicate (``true``), or took this enqueue's payload and run_after (``replaced``)."""
 
 
 @router.post(
@@ -68,7 +77,10 @@ async def enqueue(
         key = idempotency_key
     inserted = await service_of(request).enqueue(body.spec(key))
     tag_jobs([inserted.job.id])
-    return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
+    answer = reply_json(job_json(inserted.job), 201 if inserted.created else 200)
+    if inserted.duplicate:
+        answer.headers[DUPLICATE_HEADER] = "replaced" if inserted.replaced else "true"
+    return answer
 
 
 @router.post(
@@ -78,11 +90,82 @@ async def enqueue(
     dependencies=FOR_PRODUCERS,
 )
 async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response:
-    """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none."""
+    """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none,
+    nor does a graph that cannot be (items depend on each other by ``ref``)."""
     inserted = await service_of(request).enqueue_many(
-        [j.spec(j.idempotency_key) for j in body.jobs]
+        [j.spec(j.idempotency_key, refs=True, ref=j.ref) for j in body.jobs]
     )
-    return reply_json({"jobs": [{"job": job_json(i.job), "created": i.created} for i in inserted]})
+    return reply_json({"jobs": [enqueued_wire(i) for i in inserted]})
+
+
+@router.post(
+    "/jobs/{job_id}/children",
+    response_model=BatchEnqueueOut,
+    responses=errors(404, 409),
+    dependencies=FOR_WORKERS,
+)
+async def spawn(job_id: str, body: SpawnRequest, request: Request) -> Response:
+    """A running job's children, under its lease's token: each keyed by (the job, its
+    ``key``), so spawning a key again gives back the child made the first time; a stale
+    token is 409 and spawns nothing (DESIGN.md §22)."""
+    children = [j.spec(j.idempotency_key, refs=True, spawn_key=j.key) for j in body.jobs]
+    inserted = await service_of(request).spawn(parse_job_id(job_id), body.token, children)
+    return reply_json({"jobs": [enqueued_wire(i) for i in inserted]})
+
+
+@router.get(
+    "/jobs/{job_id}/parents",
+    response_model=EdgePage,
+    responses=errors(404),
+    dependencies=FOR_JOB_READERS,
+)
+async def job_parents(
+    job_id: str,
+    request: Request,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = 100,
+) -> Response:
+    """The jobs this one depends on, by id, as they stand now."""
+    return await _edges(job_id, request, cursor, limit, parents=True)
+
+
+@router.get(
+    "/jobs/{job_id}/dependents",
+    response_model=EdgePage,
+    responses=errors(404),
+    dependencies=FOR_JOB_READERS,
+)
+async def job_dependents(
+    job_id: str,
+    request: Request,
+    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = 100,
+) -> Response:
+    """The jobs that depend on this one, by id, as they stand now."""
+    return await _edges(job_id, request, cursor, limit, parents=False)
+
+
+@router.get(
+    "/jobs/{job_id}/explain",
+    response_model=ExplanationOut,
+    responses=errors(404),
+    dependencies=FOR_JOB_READERS,
+)
+async def explain(job_id: str, request: Request) -> Response:
+    """Why the job is not running right now: what a lease would meet (DESIGN.md §19)."""
+    found = await service_of(request).explain(parse_job_id(job_id))
+    return reply_json(found)
+
+
+async def _edges(
+    job_id: str, request: Request, cursor: str | None, limit: int, *, parents: bool
+) -> Response:
+    jid = parse_job_id(job_id)
+    found = await service_of(request).edges(
+        jid, parents=parents, after_id=cursor_of(cursor) or 0, limit=limit
+    )
+    more = str(found[-1].id) if len(found) == limit else None
+    return reply_json({"job_id": jid, "jobs": found, "next_cursor": more})
 
 
 @router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=FOR_READERS)

@@ -1,5 +1,5 @@
-"""Thin HTTP handlers for per-kind concurrency limits: GET /limits, PUT and DELETE
-/limits/{kind}. The limit is applied where jobs are leased (the stores' lease statements)."""
+"""Thin HTTP handlers for per-kind limits: GET /limits, PUT and DELETE /limits/{kind}. The
+limits are applied where jobs are leased (store/leasing.py, store/flow.py)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,10 @@ async def list_limits(request: Request) -> Response:
     "/limits/{kind:path}", response_model=LimitOut, responses=errors(404, 422), dependencies=_ADMIN
 )
 async def put_limit(kind: str, body: LimitRequest, request: Request) -> Response:
-    """At most ``max_running`` jobs of the kind running at once, from the next lease on."""
-    limit = await service_of(request).limit_put(_kind(kind), body.max_running)
+    """The kind's limits, from the next lease on: running jobs at once, per group key
+    too, starts per period, turns between groups (DESIGN.md §19). A PUT sets them all:
+    those it leaves out are lifted."""
+    limit = await service_of(request).limit_put(_kind(kind), body.flow())
     return reply(LimitOut.of(limit))
 
 

@@ -202,6 +202,14 @@ Rfc3339Time = Annotated[AwareDatetime, BeforeValidator(_rfc3339_text), AfterVali
 UtcTime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
 
 
+# A group key: the tenant or account a job's kind's limits count it under (DESIGN.md §19).
+GroupKey = Annotated[str, Field(min_length=1, max_length=MAX_KIND_LENGTH), AfterValidator(_name)]
+
+
+# A name one item of a batch (or a spawn) gives itself, for the others to depend on it.
+Ref = Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_name)]
+
+
 class Strict(BaseModel):
     """Requests reject unknown fields, so a misspelt option is an error, not a no-op."""
 

@@ -11,37 +11,48 @@ from pydantic import (
     BaseModel,
     Field,
     JsonValue,
+    StrictBool,
+    StrictFloat,
     StrictInt,
+    model_validator,
 )
 
 from leasehold.batch_items import MAX_BATCH
 from leasehold.coordinator.api.schemas.fields import (
     MAX_ERROR_LENGTH,
+    GroupKey,
     Headers,
     IdempotencyKey,
     Kind,
     Priority,
     QueueName,
+    Ref,
     Rfc3339Time,
     Strict,
     TimeoutSeconds,
+    Token,
     UserJSON,
     UtcTime,
     _no_nul,
 )
 from leasehold.coordinator.service.answer import job_wire
 from leasehold.coordinator.service.requests import Enqueue
+from leasehold.errors import InvalidGraph
 from leasehold.model import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
     DEFAULT_QUEUE,
     MAX_ATTEMPTS_LIMIT,
+    MAX_PARENTS,
     MAX_REQUEUE_LIMIT,
     Attempt,
     AttemptOutcome,
+    Dependency,
     EnqueueSpec,
     Job,
     JobStatus,
+    OnFailure,
+    Unique,
 )
 
 # An enqueue's fields are the model's EnqueueSpec: the wire model below gives each its wire
@@ -49,6 +60,81 @@ from leasehold.model import (
 # ``EnqueueRequest.spec`` carries them over.
 _SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(EnqueueSpec))
 _spec_values = operator.attrgetter(*_SPEC_FIELDS)
+
+
+JobId = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
+MAX_WEIGHT = 1_000_000
+MAX_UNIQUE_PERIOD_SECONDS = 366 * 86_400.0
+MAX_UNIQUE_FIELDS = 16
+
+
+class DependencyIn(Strict):
+    """A parent: a job by its ``id``, or an item of the same batch (or spawn) by its
+    ``ref``; and what its failure does to this job."""
+
+    id: JobId | None = None
+    ref: Ref | None = Field(default=None, description="an item's ref (its key in a spawn)")
+    on_failure: OnFailure = Field(
+        default=OnFailure.CANCEL,
+        description="cancel: this job is cancelled when the parent ends dead, cancelled or"
+        " deleted (the default); run: it runs anyway once the parent has ended",
+    )
+
+    @model_validator(mode="after")
+    def _one_parent(self) -> DependencyIn:
+        if (self.id is None) == (self.ref is None):
+            raise ValueError("a dependency names a job by exactly one of id and ref")
+        return self
+
+
+DependsOn = Annotated[
+    list[JobId | DependencyIn],
+    Field(
+        min_length=1,
+        max_length=MAX_PARENTS,
+        description="the jobs that must complete before this one may start: ids, or"
+        " {id|ref, on_failure} (DESIGN.md §22)",
+    ),
+]
+
+
+class UniqueIn(Strict):
+    """When this enqueue is a duplicate of a job already there (DESIGN.md §23)."""
+
+    key: IdempotencyKey | None = Field(default=None, description="a key of your own")
+    fields: (
+        Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=200)]],
+            Field(min_length=1, max_length=MAX_UNIQUE_FIELDS),
+        ]
+        | None
+    ) = Field(default=None, description="top-level payload fields that must be equal")
+    payload: StrictBool = Field(default=False, description="the whole payload must be equal")
+    queue: StrictBool = Field(default=False, description="the queue must be equal")
+    period_seconds: (
+        Annotated[StrictFloat, Field(gt=0, le=MAX_UNIQUE_PERIOD_SECONDS, allow_inf_nan=False)]
+        | None
+    ) = Field(default=None, description="only a job created within this many seconds counts")
+    states: Annotated[list[JobStatus], Field(min_length=1)] | None = Field(
+        default=None,
+        description="the states a duplicate may be in (default: any with a period, else"
+        " waiting, queued and running)",
+    )
+    replace: StrictBool = Field(
+        default=False,
+        description="a duplicate not started yet takes this payload and run_after (debounce)",
+    )
+
+    def model(self) -> Unique:
+        return Unique(
+            key=self.key,
+            fields=tuple(self.fields) if self.fields is not None else None,
+            payload=self.payload,
+            queue=self.queue,
+            period_seconds=self.period_seconds,
+            states=tuple(dict.fromkeys(self.states)) if self.states is not None else None,
+            replace=self.replace,
+        )
 
 
 class EnqueueRequest(Strict):
@@ -74,14 +160,58 @@ class EnqueueRequest(Strict):
         description="the worker stops an attempt that runs longer and fails it (retryable)"
         " with error type 'timeout' (default: the handler's own, else none)",
     )
+    depends_on: DependsOn | None = None
+    group_key: GroupKey | None = Field(
+        default=None,
+        description="the tenant or account its kind's limits count it under (DESIGN.md §19)",
+    )
+    weight: Annotated[StrictInt, Field(ge=1, le=MAX_WEIGHT)] | None = Field(
+        default=None, description="the units it takes under its kind's rate limit (default 1)"
+    )
+    start_by: Rfc3339Time | None = Field(
+        default=None,
+        description="if no lease has started it by then, it ends cancelled without running",
+    )
+    unique: UniqueIn | None = None
 
-    def spec(self, idempotency_key: str | None) -> Enqueue:
+    def spec(
+        self,
+        idempotency_key: str | None,
+        *,
+        refs: bool = False,
+        ref: str | None = None,
+        spawn_key: str | None = None,
+    ) -> Enqueue:
         """The request as the service takes it, under ``idempotency_key`` (the body's, or
-        the Idempotency-Key header's)."""
+        the Idempotency-Key header's). ``refs``: parents may name items of the same
+        request (a batch, a spawn); otherwise a ref is refused."""
         request = Enqueue(*_spec_values(self))  # by position: as fast as spelling them out
         if idempotency_key != self.idempotency_key:
             request = dataclasses.replace(request, idempotency_key=idempotency_key)
-        return request
+        if ref is not None or spawn_key is not None:
+            request = dataclasses.replace(request, ref=ref, spawn_key=spawn_key)
+        if self.depends_on is None and self.unique is None:
+            return request
+        ids, after = [], []
+        for parent in self.depends_on or ():
+            if isinstance(parent, int):
+                ids.append(Dependency(parent))
+            elif parent.id is not None:
+                ids.append(Dependency(parent.id, parent.on_failure))
+            elif not refs:
+                raise InvalidGraph(
+                    "a ref names another item of a batch; this request has none",
+                    loc=("depends_on",),
+                )
+            else:
+                assert parent.ref is not None
+                after.append((parent.ref, parent.on_failure))
+        return dataclasses.replace(
+            request,
+            depends_on=tuple(ids) or None,
+            after=tuple(after),
+            unique=self.unique.model() if self.unique is not None else None,
+        )
 
 
 def check(request_model: type[BaseModel]) -> None:
@@ -96,8 +226,27 @@ def check(request_model: type[BaseModel]) -> None:
 check(EnqueueRequest)
 
 
+class BatchItem(EnqueueRequest):
+    ref: Ref | None = Field(
+        default=None, description="a name for this item, which others may depend on"
+    )
+
+
 class BatchEnqueueRequest(Strict):
-    jobs: Annotated[list[EnqueueRequest], Field(min_length=1, max_length=MAX_BATCH)]
+    jobs: Annotated[list[BatchItem], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+class ChildItem(EnqueueRequest):
+    key: Ref = Field(
+        description="the child's key under its parent: spawning the same key again (a parent"
+        " leased again after a crash) gives back the child made the first time; also the"
+        " name siblings depend on it by (`ref`)"
+    )
+
+
+class SpawnRequest(Strict):
+    token: Token
+    jobs: Annotated[list[ChildItem], Field(min_length=1, max_length=MAX_BATCH)]
 
 
 class BulkRequeueRequest(Strict):
@@ -137,6 +286,20 @@ class JobOut(BaseModel):
     timeout_seconds: float | None = Field(
         default=None, description="the attempt's time limit in seconds (null: none)"
     )
+    waiting_for: int = Field(
+        default=0, description="parents not yet done with (while waiting; DESIGN.md §22)"
+    )
+    depth: int = Field(default=0, description="the longest chain of parents above it")
+    dependents: int = Field(default=0, description="how many jobs depend on it")
+    blocked_by: int | None = Field(default=None, description="the parent whose end cancelled it")
+    spawned_by: int | None = Field(default=None, description="the job that spawned it")
+    spawn_key: str | None = Field(default=None, description="its key under that job")
+    group_key: str | None = None
+    weight: int = 1
+    start_by: UtcTime | None = None
+    unique_key: str | None = Field(
+        default=None, description="the fingerprint its duplicates are found by"
+    )
     error_summary: str | None = Field(
         default=None, description="the last line of last_error: the exception and message"
     )
@@ -149,6 +312,12 @@ class JobOut(BaseModel):
 class EnqueuedOut(BaseModel):
     job: JobOut
     created: bool = Field(description="false: the idempotency key was used before")
+    duplicate: bool = Field(
+        default=False, description="the job was there already: this item is its duplicate"
+    )
+    replaced: bool = Field(
+        default=False, description="... and took this item's payload and run_after"
+    )
 
 
 class BatchEnqueueOut(BaseModel):
@@ -177,6 +346,16 @@ class JobSummaryOut(BaseModel):
     cancel_requested: bool
     headers: dict[str, str] | None = None
     timeout_seconds: float | None = None
+    waiting_for: int = 0
+    depth: int = 0
+    dependents: int = 0
+    blocked_by: int | None = None
+    spawned_by: int | None = None
+    spawn_key: str | None = None
+    group_key: str | None = None
+    weight: int = 1
+    start_by: UtcTime | None = None
+    unique_key: str | None = None
     error_summary: str | None = None
 
 
@@ -216,6 +395,46 @@ class AttemptList(BaseModel):
     next_cursor: str | None = Field(
         default=None, description="pass as `cursor` for the next page (null: no more)"
     )
+
+
+class EdgeOut(BaseModel):
+    id: int
+    kind: str | None = Field(description="null: the job was deleted")
+    status: JobStatus | None = Field(description="null: the job was deleted")
+    result: JsonValue = Field(default=None, description="in a lease's parents: its result")
+    result_omitted: bool = Field(
+        default=False,
+        description="in a lease's parents: the results passed the answer's share for them;"
+        " GET /jobs/{id} has it",
+    )
+    spawn_key: str | None = None
+    on_failure: OnFailure
+
+
+class EdgePage(BaseModel):
+    job_id: int
+    jobs: list[EdgeOut]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page")
+
+
+class ReasonOut(BaseModel):
+    code: str = Field(
+        description="running, waiting_for_parents, finished, deadline_passed, scheduled,"
+        " queue_paused, kind_limit, group_limit, rate_limited, too_heavy, turns, no_worker,"
+        " behind"
+    )
+    message: str
+    until: UtcTime | None = Field(default=None, description="when it stops, if known")
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ExplanationOut(BaseModel):
+    job_id: int
+    status: JobStatus
+    runnable: bool = Field(
+        description="queued with nothing holding it back but the jobs ahead of it"
+    )
+    reasons: list[ReasonOut]
 
 
 class RequeueCount(BaseModel):

@@ -29,7 +29,7 @@ from leasehold.coordinator.api.schemas.fields import (
     WorkerId,
     _no_nul,
 )
-from leasehold.coordinator.api.schemas.jobs import JobOut
+from leasehold.coordinator.api.schemas.jobs import EdgeOut, JobOut
 from leasehold.model import MAX_WAIT_SECONDS
 
 
@@ -117,6 +117,11 @@ class LeaseOut(BaseModel):
     job: JobOut
     token: int
     lease_seconds: float = Field(description="the length of the lease granted, in seconds")
+    parents: list[EdgeOut] | None = Field(
+        default=None,
+        description="for a job that depends on others: each parent, its status and result"
+        " (absent for a job without parents; DESIGN.md §22)",
+    )
 
 
 class LeaseBatchOut(BaseModel):

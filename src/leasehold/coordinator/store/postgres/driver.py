@@ -18,6 +18,7 @@ from typing import Any, Final, TypeVar
 import asyncpg
 import structlog
 
+from leasehold.coordinator.store.contract import StoreRules
 from leasehold.coordinator.store.driver import Op, Write
 from leasehold.coordinator.store.postgres.tx import CHANNEL, FINISHED_CHANNEL, PgTx
 from leasehold.coordinator.store.store import DriverStore
@@ -231,7 +232,15 @@ class PostgresDriver:
 class PostgresStore(DriverStore):
     """The Store on a PostgreSQL database (``postgresql://...``)."""
 
-    def __init__(self, url: str, *, min_connections: int = 2, max_connections: int = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_connections: int = 2,
+        max_connections: int = 10,
+        rules: StoreRules | None = None,
+    ) -> None:
         super().__init__(
-            PostgresDriver(url, min_connections=min_connections, max_connections=max_connections)
+            PostgresDriver(url, min_connections=min_connections, max_connections=max_connections),
+            rules,
         )

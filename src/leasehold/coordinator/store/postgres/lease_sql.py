@@ -61,6 +61,12 @@ _LEASE: Final = (
     " SELECT kind, queue, count(*) AS n,"
     " sum(greatest(0, extract(epoch FROM leased_at - run_after)))::float8 AS waited"
     " FROM leased GROUP BY kind, queue"
+    "), grouped AS ("
+    " INSERT INTO group_counts (kind, group_key, shard, running)"
+    f" SELECT kind, group_key, {SHARD}, count(*) FROM leased WHERE group_key IS NOT NULL"
+    " GROUP BY kind, group_key ORDER BY kind, group_key"
+    " ON CONFLICT (kind, group_key, shard)"
+    " DO UPDATE SET running = group_counts.running + excluded.running"
     "), counted AS ("
     " INSERT INTO counters (name, kind, queue, shard, value)"
     f" SELECT c.name, agg.kind, agg.queue, {SHARD}, c.sign * agg.n FROM agg CROSS JOIN"
@@ -77,6 +83,59 @@ _LEASE: Final = (
     " SET count = rollups.count + excluded.count, total = rollups.total + excluded.total"
     f") SELECT lim.limited, leased.* FROM lim LEFT JOIN leased ON true"
 )
+
+
+# A planned lease (store/flow.py) takes the jobs it chose, by id ($3): rows it has locked.
+LEASE_TAKE: Final = _LEASE.format(limited="false", pick="SELECT unnest($3::bigint[])")
+_HEAD: Final = "priority, run_after, id, kind, group_key, weight"
+_DUE_NOW: Final = (
+    f"status = 'queued' AND run_after <= {_NOW} AND (start_by IS NULL OR start_by > {_NOW})"
+)
+
+
+@lru_cache(maxsize=4)
+def heads_sql(*, queues: bool) -> str:
+    """The first due jobs of each kind ($1) up to its cap ($2) and ``$3`` in all, from each
+    queue ($4), locked (``SKIP LOCKED``): what a planned lease chooses among."""
+    ranges = "unnest($1::text[], $2::int[]) AS k(kind, cap)"
+    match = "jobs.kind = k.kind"
+    if queues:
+        ranges += " CROSS JOIN unnest($4::text[]) AS q(queue)"
+        match += " AND jobs.queue = q.queue"
+    return (
+        f"SELECT h.* FROM (SELECT head.* FROM {ranges} CROSS JOIN LATERAL ("
+        f" SELECT {_HEAD} FROM jobs WHERE {_DUE_NOW} AND {match}"
+        f" {_ORDER} LIMIT least($3, k.cap) FOR UPDATE SKIP LOCKED) AS head) AS h"
+        f" {_ORDER} LIMIT $3"
+    )
+
+
+@lru_cache(maxsize=4)
+def group_heads_sql(*, grouped: bool, queues: bool) -> str:
+    """The first ``$2`` due jobs of one group of kind ``$1`` (``$3`` its key, or the jobs
+    without one), from the queues ``$4``, locked (``SKIP LOCKED``)."""
+    where = f"{_DUE_NOW} AND kind = $1 AND "
+    where += "group_key = $3" if grouped else "group_key IS NULL"
+    if queues:
+        where += f" AND queue = ANY(${4 if grouped else 3}::text[])"
+    return f"SELECT {_HEAD} FROM jobs WHERE {where} {_ORDER} LIMIT $2 FOR UPDATE SKIP LOCKED"
+
+
+@lru_cache(maxsize=2)
+def group_next_due_sql(*, grouped: bool) -> str:
+    """The earliest run_after of a group's queued jobs: each priority level's first."""
+    where = "status = 'queued' AND kind = $1 AND " + (
+        "group_key = $2" if grouped else "group_key IS NULL"
+    )
+    return (
+        "WITH RECURSIVE p(priority) AS ("
+        f" (SELECT priority FROM jobs WHERE {where} ORDER BY priority DESC LIMIT 1)"
+        f" UNION ALL SELECT (SELECT priority FROM jobs WHERE {where}"
+        " AND priority < p.priority ORDER BY priority DESC LIMIT 1)"
+        " FROM p WHERE p.priority IS NOT NULL"
+        f") SELECT min((SELECT run_after FROM jobs WHERE {where} AND priority = p.priority"
+        " ORDER BY priority DESC, run_after LIMIT 1)) FROM p WHERE p.priority IS NOT NULL"
+    )
 
 
 @lru_cache(maxsize=16)
@@ -99,7 +158,7 @@ def lease_sql(*, kinds: bool, queues: bool, capped: bool) -> str:
 
 
 def _pick(kinds: bool, queues: bool, capped: bool, n_kinds: str, n_caps: str, n_q: str) -> str:
-    due = f"status = 'queued' AND run_after <= {_NOW} AND NOT (SELECT limited FROM lim)"
+    due = f"{_DUE_NOW} AND NOT (SELECT limited FROM lim)"
     if not kinds and not queues:
         return _plain_pick(due)
     ranges, match = [], []
@@ -153,11 +212,6 @@ QUEUED_KINDS: Final = (
     " UNION ALL SELECT (SELECT kind FROM jobs WHERE status = 'queued' AND kind > k.kind"
     " ORDER BY kind, priority DESC LIMIT 1) FROM k WHERE k.kind IS NOT NULL"
     ") SELECT kind FROM k WHERE kind IS NOT NULL LIMIT $1"
-)
-LIMITS: Final = "SELECT kind, max_running FROM kind_limits WHERE kind = ANY($1::text[])"
-LOCK_LIMITS: Final = (
-    "SELECT kind, max_running FROM kind_limits WHERE kind = ANY($1::text[])"
-    " ORDER BY kind FOR UPDATE"
 )
 # Running jobs per kind from the kept job counts: exact for what has committed (the deltas
 # commit with the changes they count), and no index on running jobs to maintain.

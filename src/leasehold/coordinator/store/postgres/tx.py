@@ -28,10 +28,11 @@ from leasehold.coordinator.store.contract import (
     LeaseRequest,
     NewJob,
 )
-from leasehold.coordinator.store.driver import Narrow
+from leasehold.coordinator.store.driver import Head, Narrow
 from leasehold.coordinator.store.migrations import Migration
 from leasehold.coordinator.store.portable import (
     INSERT_COLUMNS,
+    KEY_CONFLICT,
     SCHEDULE_COLUMNS,
     SCHEDULE_UPSERT,
     PortableTx,
@@ -111,21 +112,41 @@ _WRITE: Final = (
     f", rolled AS ({_ROLLED.format(events=f'${_W + 5}')})"
     f", notified AS (SELECT pg_notify('{CHANNEL}', '') WHERE ${_W + 6})"
     f", ended AS (SELECT pg_notify('{FINISHED_CHANNEL}', p) FROM unnest(${_W + 7}::text[]) AS p)"
+    f", grouped AS ({{groups}})"
     " SELECT (SELECT count(*) FROM written) AS written, (SELECT count(*) FROM notified),"
     " (SELECT count(*) FROM ended)"
 )
-_INSERT: Final = (
-    f"INSERT INTO jobs ({INSERT_COLUMNS})"
-    " VALUES ($1, $2, $3, coalesce($4, now()), $5, $6, $7, $8, $9, $10, 'queued', now())"
-    f" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {_COLUMNS}"
+# Running jobs' changes by group ($1: [kind, group key, n] rows), and the groups a job
+# was queued in ($2: [kind, group key] rows): store/flow.py reads them.
+_GROUP_COUNTS: Final = (
+    "INSERT INTO group_counts (kind, group_key, shard, running)"
+    f" SELECT g.kind, g.group_key, {q.SHARD}, g.n FROM jsonb_to_recordset({{rows}}::jsonb)"
+    " AS g(kind text, group_key text, n bigint) ORDER BY g.kind, g.group_key"
+    " ON CONFLICT (kind, group_key, shard)"
+    " DO UPDATE SET running = group_counts.running + excluded.running"
 )
-# One job in one statement, so in one round trip: the row, its counts ($11, counted only
+_GROUPS_WOKEN: Final = (
+    "INSERT INTO flow_groups (kind, group_key)"
+    " SELECT w.kind, w.group_key FROM jsonb_to_recordset({rows}::jsonb)"
+    " AS w(kind text, group_key text) ORDER BY w.kind, w.group_key"
+    " ON CONFLICT (kind, group_key) DO UPDATE SET active = true, blocked_until = 0"
+)
+_WRITE_PLAIN: Final = _WRITE.format(groups="SELECT 1")
+_WRITE_GROUPS: Final = _WRITE.format(
+    groups=f"{_GROUP_COUNTS.format(rows=f'${_W + 8}')}), woken AS ({_GROUPS_WOKEN.format(rows=f'${_W + 9}')}"
+)
+_INSERT: Final = (
+    f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ($1, $2, $3, coalesce($4, now()), $5, $6,"
+    " $7, $8, $9, $10, $11, $12, $13, 'queued', now())"
+    f" {KEY_CONFLICT} DO NOTHING RETURNING {_COLUMNS}"
+)
+# One job in one statement, so in one round trip: the row, its counts ($14, counted only
 # if the row was made) and the wake-up of other coordinators' long polls. Sent outside an
 # explicit transaction (BEGIN, INSERT, counts, NOTIFY and COMMIT were five round trips).
 _INSERT_ONE: Final = (
     f"WITH new AS ({_INSERT})"
-    f", counted AS ({_COUNTED.format(events='(SELECT $11::jsonb FROM new)')})"
-    f", rolled AS ({_ROLLED.format(events='(SELECT $11::jsonb FROM new)')})"
+    f", counted AS ({_COUNTED.format(events='(SELECT $14::jsonb FROM new)')})"
+    f", rolled AS ({_ROLLED.format(events='(SELECT $14::jsonb FROM new)')})"
     f", notified AS (SELECT pg_notify('{CHANNEL}', '') FROM new)"
     # A CTE that modifies nothing runs only if read: the always-true test reads it.
     " SELECT new.* FROM new WHERE (SELECT count(*) FROM notified) >= 0"
@@ -158,9 +179,19 @@ def tally_json(tally: Tally) -> str:
     return json_text([dict(zip(keys, row, strict=True)) for row in tally.rows()])
 
 
+def _group_args(tally: Tally) -> tuple[str, str] | tuple[()]:
+    """A tally's group rows as ``_GROUP_COUNTS``' and ``_GROUPS_WOKEN``'s parameters, or
+    none when it counted no job with a group key."""
+    if not tally.running and not tally.woken:
+        return ()
+    counts = [{"kind": k, "group_key": g, "n": n} for k, g, n in tally.group_rows()]
+    woken = [{"kind": k, "group_key": g} for k, g in sorted(tally.woken)]
+    return json_text(counts), json_text(woken)
+
+
 def _insert_args(new: NewJob) -> tuple[object, ...]:
-    """``_INSERT``'s parameters, $1 to $10."""
-    return insert_params(new, json_text(new.payload), new.run_after)
+    """``_INSERT``'s parameters, $1 to $13."""
+    return insert_params(new, json_text(new.payload), new.run_after, new.start_by)
 
 
 class PgTx(PortableTx):
@@ -205,6 +236,20 @@ class PgTx(PortableTx):
         status: str = await self.conn.execute(_numbered(statement), *params)
         return int(status.rsplit(" ", 1)[-1])  # "UPDATE 1", "INSERT 0 1", ...
 
+    async def _many(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        await self.conn.executemany(_numbered(statement), rows)
+
+    # Other coordinators write at once: rows read to be changed are locked, parents read
+    # for a new dependent are held against their end until it commits.
+    _row_lock = " FOR UPDATE"
+    _skip_locked = " FOR UPDATE SKIP LOCKED"
+
+    async def _lock_key(self, key: str) -> None:
+        await self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", key)
+
+    def _json_text(self, column: str) -> str:
+        return f"{column}::text"
+
     def _job(self, row: Any) -> Job:
         return _job(row)
 
@@ -218,10 +263,22 @@ class PgTx(PortableTx):
             self._now = await self.conn.fetchval("SELECT now()")
         return self._now
 
+    async def clock(self) -> datetime:
+        """The statement's time: after the locks this transaction waited for."""
+        stamp: datetime = await self.conn.fetchval("SELECT statement_timestamp()")
+        return stamp
+
     async def flush(self) -> None:
         """Write what is still counted, and notify, before the commit."""
         if self.tally:
-            await self.conn.execute(_COUNT, tally_json(self.tally.take()))
+            tally = self.tally.take()
+            await self.conn.execute(_COUNT, tally_json(tally))
+            if groups := _group_args(tally):
+                await self.conn.execute(
+                    f"WITH counted AS ({_GROUP_COUNTS.format(rows='$1')})"
+                    f" {_GROUPS_WOKEN.format(rows='$2')}",
+                    *groups,
+                )
         if self.woken:
             self.woken = False
             await self.conn.execute(_NOTIFY)
@@ -245,7 +302,7 @@ class PgTx(PortableTx):
             row = await self.conn.fetchrow(_INSERT, *_insert_args(new))
             made.append(_job(row) if row is not None else None)
             if row is not None:
-                self.tally.made(new.queue, new.kind)
+                self.tally.made(new.queue, new.kind, group_key=new.group_key)
                 self.woken = True
         return made
 
@@ -264,8 +321,10 @@ class PgTx(PortableTx):
         # The rows' fields as columns, one array parameter each.
         fields = [list(c) for c in zip(*rows, strict=True)] or [[] for _ in job_fields.WRITTEN]
         notify, self.woken = self.woken, False
+        tally = self.tally.take()
+        groups = _group_args(tally)
         row = await self.conn.fetchrow(
-            _WRITE,
+            _WRITE_GROUPS if groups else _WRITE_PLAIN,
             [before.id for before, _ in changed],
             [before.lease_token for before, _ in changed],
             [before.status for before, _ in changed],
@@ -278,9 +337,10 @@ class PgTx(PortableTx):
                 None if o.attempt is AttemptOutcome.COMPLETED else o.job.last_error
                 for _, o in closing
             ],
-            tally_json(self.tally.take()),
+            tally_json(tally),
             notify,
             self._ended_payloads(),
+            *groups,
         )
         written: int = row["written"]
         return written
@@ -302,17 +362,21 @@ class PgTx(PortableTx):
             async for row in cursor:
                 yield row["size"], _job(row)
 
-    async def jobs_delete(self, query: DeleteFilter) -> list[tuple[str, str, JobStatus]]:
+    async def jobs_delete(self, query: DeleteFilter) -> list[tuple[int, str, str, JobStatus, int]]:
         where, order = sql.deletable(query, DIALECT)
         rows = await self._all(
             f"WITH doomed AS (SELECT id FROM jobs WHERE {where.sql()}"
             f" ORDER BY {order} LIMIT ? FOR UPDATE SKIP LOCKED),"
-            " history AS (DELETE FROM attempts WHERE job_id IN (SELECT id FROM doomed))"
-            " DELETE FROM jobs WHERE id IN (SELECT id FROM doomed) RETURNING queue, kind, status",
+            " history AS (DELETE FROM attempts WHERE job_id IN (SELECT id FROM doomed)),"
+            " edges AS (DELETE FROM job_deps WHERE job_id IN (SELECT id FROM doomed))"
+            " DELETE FROM jobs WHERE id IN (SELECT id FROM doomed)"
+            " RETURNING id, queue, kind, status, dependents",
             *where.params,
             query.limit,
         )
-        return [(r["queue"], r["kind"], JobStatus(r["status"])) for r in rows]
+        return [
+            (r["id"], r["queue"], r["kind"], JobStatus(r["status"]), r["dependents"]) for r in rows
+        ]
 
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         earliest: datetime | None = await self.conn.fetchval(q.NEXT_RUN_AFTER, after)
@@ -336,6 +400,39 @@ class PgTx(PortableTx):
         rows = await self.conn.fetch(statement, *args)
         if rows[0]["limited"]:
             return None
+        return [_job(r) for r in rows if r["id"] is not None]
+
+    async def lease_heads(
+        self, kinds: Sequence[str], caps: Sequence[int], queues: Sequence[str] | None, n: int
+    ) -> list[Head]:
+        args: list[object] = [list(kinds), list(caps), n]
+        args += [list(queues)] if queues is not None else []
+        rows = await self.conn.fetch(q.heads_sql(queues=queues is not None), *args)
+        return [Head(*row) for row in rows]
+
+    async def group_heads(
+        self, kind: str, group_key: str | None, queues: Sequence[str] | None, n: int
+    ) -> list[Head]:
+        args: list[object] = [kind, n]
+        args += [group_key] if group_key is not None else []
+        args += [list(queues)] if queues is not None else []
+        statement = q.group_heads_sql(grouped=group_key is not None, queues=queues is not None)
+        return [Head(*row) for row in await self.conn.fetch(statement, *args)]
+
+    async def group_next_due(self, kind: str, group_key: str | None) -> datetime | None:
+        args = [kind] if group_key is None else [kind, group_key]
+        due: datetime | None = await self.conn.fetchval(
+            q.group_next_due_sql(grouped=group_key is not None), *args
+        )
+        return due
+
+    async def lease_take(self, request: LeaseRequest, ids: Sequence[int]) -> list[Job]:
+        rows = await self.conn.fetch(
+            q.LEASE_TAKE,
+            request.worker_id,
+            request.lease_seconds,
+            list(ids),
+        )
         return [_job(r) for r in rows if r["id"] is not None]
 
     async def lease_replay(self, request: LeaseRequest) -> list[tuple[int, int]] | None:
@@ -379,10 +476,6 @@ class PgTx(PortableTx):
         args: list[object] = [n] + ([list(queues)] if queues is not None else [])
         rows = await self.conn.fetch(q.head_kinds_sql(queues=queues is not None), *args)
         return {r["kind"]: r["n"] for r in rows}
-
-    async def kind_limits(self, kinds: Sequence[str], *, lock: bool = False) -> dict[str, int]:
-        statement = q.LOCK_LIMITS if lock else q.LIMITS
-        return {r["kind"]: r["max_running"] for r in await self.conn.fetch(statement, list(kinds))}
 
     # -- counts and figures -----------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from leasehold.coordinator.clock import Clock, SystemClock
+from leasehold.coordinator.store.contract import StoreRules
 from leasehold.coordinator.store.driver import Op, Write
 from leasehold.coordinator.store.sqlite.readers import Readers
 from leasehold.coordinator.store.sqlite.tx import SqliteTx, TokenCounter
@@ -378,5 +379,12 @@ def _deliver(answers: list[Answer]) -> None:
 class SqliteStore(DriverStore):
     """The Store on an SQLite file (``sqlite:///PATH``)."""
 
-    def __init__(self, path: str, *, clock: Clock | None = None, synchronous: str = "FULL") -> None:
-        super().__init__(SqliteDriver(path, clock=clock, synchronous=synchronous))
+    def __init__(
+        self,
+        path: str,
+        *,
+        clock: Clock | None = None,
+        synchronous: str = "FULL",
+        rules: StoreRules | None = None,
+    ) -> None:
+        super().__init__(SqliteDriver(path, clock=clock, synchronous=synchronous), rules)

@@ -15,9 +15,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-_ORDER: Final = "ORDER BY priority DESC, run_after, id"
+import orjson
 
-Head = tuple[int, float, int, str]  # (priority, run_after, id, kind)
+from leasehold.coordinator.store.driver import Head
+
+_ORDER: Final = "ORDER BY priority DESC, run_after, id"
+# A due job's head as a lease reads it (driver.Head), and what makes it due: its run_after
+# reached and its start deadline, if it has one, not passed.
+_HEAD: Final = "priority, run_after, id, kind, group_key, weight"
+_DUE: Final = "run_after <= ? AND (start_by IS NULL OR start_by > ?)"
 
 
 def heads(
@@ -49,8 +55,54 @@ def heads(
     return _merge(found, n, caps or {})
 
 
+def group_heads(
+    conn: sqlite3.Connection,
+    now: float,
+    kind: str,
+    group_key: str | None,
+    queues: Sequence[str] | None,
+    n: int,
+) -> list[Head]:
+    """The first ``n`` due jobs of one group of a kind (None: those without a group)."""
+    where = ["status = 'queued'", "kind = ?"]
+    params: list[object] = [kind]
+    if group_key is None:
+        where.append("group_key IS NULL")
+    else:
+        where.append("group_key = ?")
+        params.append(group_key)
+    if queues is not None:
+        where.append("queue IN (SELECT value FROM json_each(?))")
+        params.append(orjson.dumps(list(queues)).decode())
+    return _due_heads(conn, "jobs_pick_group", " AND ".join(where), params, now, n)
+
+
+def group_next_due(conn: sqlite3.Connection, kind: str, group_key: str | None) -> float | None:
+    """The earliest run_after of a group's queued jobs: each priority level's first."""
+    where = "status = 'queued' AND kind = ? AND " + (
+        "group_key IS NULL" if group_key is None else "group_key = ?"
+    )
+    params = [kind] if group_key is None else [kind, group_key]
+    found = conn.execute(
+        "WITH RECURSIVE p(priority) AS ("
+        f" SELECT (SELECT max(priority) FROM jobs INDEXED BY jobs_pick_group WHERE {where})"
+        " UNION ALL SELECT (SELECT max(priority) FROM jobs INDEXED BY jobs_pick_group"
+        f" WHERE {where} AND priority < p.priority) FROM p WHERE p.priority IS NOT NULL"
+        ") SELECT min((SELECT run_after FROM jobs INDEXED BY jobs_pick_group"
+        f" WHERE {where} AND priority = p.priority ORDER BY priority DESC, run_after LIMIT 1))"
+        " FROM p WHERE p.priority IS NOT NULL",
+        [*params, *params, *params],
+    ).fetchone()[0]
+    return float(found) if found is not None else None
+
+
 def _due_heads(
-    conn: sqlite3.Connection, index: str, where: str, params: list[str], now: float, limit: int
+    conn: sqlite3.Connection,
+    index: str,
+    where: str,
+    params: Sequence[object],
+    now: float,
+    limit: int,
 ) -> list[Head]:
     """The first ``limit`` due jobs of one index range, a priority level at a time.
 
@@ -64,11 +116,14 @@ def _due_heads(
         f"SELECT max(priority) FROM jobs INDEXED BY {index} WHERE {where}", params
     ).fetchone()[0]
     while level is not None and len(found) < limit:
-        found += conn.execute(
-            f"SELECT priority, run_after, id, kind FROM jobs INDEXED BY {index}"
-            f" WHERE {where} AND priority = ? AND run_after <= ? {_ORDER} LIMIT ?",
-            (*params, level, now, limit - len(found)),
-        ).fetchall()
+        found += map(
+            Head._make,
+            conn.execute(
+                f"SELECT {_HEAD} FROM jobs INDEXED BY {index}"
+                f" WHERE {where} AND priority = ? AND {_DUE} {_ORDER} LIMIT ?",
+                (*params, level, now, now, limit - len(found)),
+            ),
+        )
         level = conn.execute(
             f"SELECT max(priority) FROM jobs INDEXED BY {index} WHERE {where} AND priority < ?",
             (*params, level),
@@ -81,10 +136,10 @@ def _merge(found: list[Head], n: int, caps: dict[str, int]) -> list[Head]:
     heads from several queues together must fit in it)."""
     taken: Counter[str] = Counter()
     chosen: list[Head] = []
-    for head in sorted(found, key=lambda h: (-h[0], h[1], h[2])):
+    for head in sorted(found, key=lambda h: (-h.priority, h.run_after, h.id)):
         if len(chosen) == n:
             break
-        kind = head[3]
+        kind = head.kind
         if kind in caps and taken[kind] >= caps[kind]:
             continue
         taken[kind] += 1
@@ -138,4 +193,4 @@ def queued_head(conn: sqlite3.Connection, queue: str | None, after: float | None
 
 
 def kinds_of(found: Iterable[Head]) -> dict[str, int]:
-    return dict(Counter(head[3] for head in found))
+    return dict(Counter(head.kind for head in found))

@@ -21,11 +21,13 @@ from leasehold.coordinator.store.contract import (
     LeaseRequest,
     NewJob,
 )
-from leasehold.coordinator.store.driver import Narrow
+from leasehold.coordinator.store.driver import Head, Narrow
 from leasehold.coordinator.store.migrations import Migration
 from leasehold.coordinator.store.portable import (
     COLUMNS,
+    GROUPS_WOKEN,
     INSERT_COLUMNS,
+    KEY_CONFLICT,
     SCHEDULE_COLUMNS,
     SCHEDULE_UPSERT,
     PortableTx,
@@ -55,7 +57,7 @@ _LIST_INDEXES: Final = {
     (True, True): "INDEXED BY jobs_kind_status",
 }
 _INSERT: Final = f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES "
-_ROW: Final = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)"
+_ROW: Final = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)"
 
 # SQLite keeps a flag as 0 or 1 and a time as seconds since the epoch; every other field
 # converts as job_fields.DECODE and ENCODE say.
@@ -122,11 +124,22 @@ class SqliteTx(PortableTx):
     async def now(self) -> datetime:
         return self._now
 
+    async def clock(self) -> datetime:
+        return self._now  # the only writer: it never waited for another
+
     def flush(self) -> None:
         """Write what the transaction counted (before its commit)."""
         tally = self.tally.take()
         if not tally:
             return
+        if tally.running:
+            self.conn.executemany(
+                "INSERT INTO group_counts (kind, group_key, running) VALUES (?, ?, ?)"
+                " ON CONFLICT (kind, group_key) DO UPDATE SET running = running + excluded.running",
+                tally.group_rows(),
+            )
+        if tally.woken:
+            self.conn.executemany(GROUPS_WOKEN, sorted(tally.woken))
         rows = tally.rows()
         self.conn.executemany(
             "INSERT INTO counters (name, kind, queue, value) VALUES (?, ?, ?, ?)"
@@ -149,6 +162,11 @@ class SqliteTx(PortableTx):
     async def _changed(self, statement: str, *params: Any) -> int:
         return self.conn.execute(statement, params).rowcount
 
+    async def _many(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(statement, rows)
+
+    _skip_locked = ""  # the only writer: nothing to skip
+
     def _job(self, row: Any) -> Job:
         return _job(row)
 
@@ -170,19 +188,20 @@ class SqliteTx(PortableTx):
         payloads = [json_text(new.payload) for new in chunk]
         for new, payload in zip(chunk, payloads, strict=True):
             run_after = new.run_after.timestamp() if new.run_after is not None else self._stamp
-            params += (*insert_params(new, payload, run_after), self._stamp)
+            start_by = new.start_by.timestamp() if new.start_by is not None else None
+            params += (*insert_params(new, payload, run_after, start_by), self._stamp)
         rows = self.conn.execute(
             _INSERT
             + ",".join([_ROW] * len(chunk))
-            + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id, idempotency_key",
+            + f" {KEY_CONFLICT} DO NOTHING RETURNING id, kind, idempotency_key",
             params,
         ).fetchall()
-        by_key = {key: job_id for job_id, key in rows if key is not None}
-        keyless = iter(sorted(job_id for job_id, key in rows if key is None))
+        by_key = {(kind, key): job_id for job_id, kind, key in rows if key is not None}
+        keyless = iter(sorted(job_id for job_id, _, key in rows if key is None))
         made: list[Job | None] = []
         for new, payload in zip(chunk, payloads, strict=True):
             key = new.idempotency_key
-            job_id = next(keyless) if key is None else by_key.pop(key, None)
+            job_id = next(keyless) if key is None else by_key.pop((new.kind, key), None)
             made.append(self._made(job_id, new, payload) if job_id is not None else None)
         return made
 
@@ -203,8 +222,11 @@ class SqliteTx(PortableTx):
             queue=new.queue,
             headers=new.headers,
             timeout_seconds=new.timeout_seconds,
+            group_key=new.group_key,
+            weight=new.weight,
+            start_by=_time(new.start_by.timestamp()) if new.start_by is not None else None,
         )
-        self.tally.made(job.queue, job.kind)
+        self.tally.made(job.queue, job.kind, group_key=job.group_key)
         return job
 
     async def jobs_lock(self, ids: Sequence[int]) -> tuple[datetime | None, dict[int, Job]]:
@@ -245,7 +267,7 @@ class SqliteTx(PortableTx):
         for row in self.conn.execute(statement, [*where.params, query.limit]):
             yield len(row[_PAYLOAD]) + len(row[_RESULT] or ""), _job(row)
 
-    async def jobs_delete(self, query: DeleteFilter) -> list[tuple[str, str, JobStatus]]:
+    async def jobs_delete(self, query: DeleteFilter) -> list[tuple[int, str, str, JobStatus, int]]:
         if query.finished_age_seconds is not None:  # the age by our clock, as a time
             cutoff = _time(self._stamp - query.finished_age_seconds)
             if query.finished_before is not None:
@@ -268,12 +290,15 @@ class SqliteTx(PortableTx):
         self.conn.execute(
             "DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(?))", (listed,)
         )
+        self.conn.execute(
+            "DELETE FROM job_deps WHERE job_id IN (SELECT value FROM json_each(?))", (listed,)
+        )
         rows = self.conn.execute(
             "DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?))"
-            " RETURNING queue, kind, status",
+            " RETURNING id, queue, kind, status, dependents",
             (listed,),
         )
-        return [(queue, kind, JobStatus(status)) for queue, kind, status in rows]
+        return [(i, queue, kind, JobStatus(status), n) for i, queue, kind, status, n in rows]
 
     async def job_next_run_after(self, after: datetime) -> datetime | None:
         return self._maybe_time(pick.queued_head(self.conn, None, after.timestamp()))
@@ -289,8 +314,23 @@ class SqliteTx(PortableTx):
             return None
         else:
             found = pick.heads(self.conn, self._stamp, n, request.kinds, request.queues)
-        if not found:
-            return []
+        return await self.lease_take(request, [head.id for head in found]) if found else []
+
+    async def lease_heads(
+        self, kinds: Sequence[str], caps: Sequence[int], queues: Sequence[str] | None, n: int
+    ) -> list[Head]:
+        limits = dict(zip(kinds, caps, strict=True))
+        return pick.heads(self.conn, self._stamp, n, kinds, queues, limits)
+
+    async def group_heads(
+        self, kind: str, group_key: str | None, queues: Sequence[str] | None, n: int
+    ) -> list[Head]:
+        return pick.group_heads(self.conn, self._stamp, kind, group_key, queues, n)
+
+    async def group_next_due(self, kind: str, group_key: str | None) -> datetime | None:
+        return self._maybe_time(pick.group_next_due(self.conn, kind, group_key))
+
+    async def lease_take(self, request: LeaseRequest, ids: Sequence[int]) -> list[Job]:
         # Tokens are coordinator-wide: every lease's is above every token issued before.
         (self._tokens.last,) = self.conn.execute("SELECT last FROM lease_tokens").fetchone()
         # The ids as one parameter, so the statement text never changes: SQLite then
@@ -302,7 +342,7 @@ class SqliteTx(PortableTx):
             " WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'queued'"
             f" RETURNING {COLUMNS}",
             {
-                "ids": json_text([head[2] for head in found]),
+                "ids": json_text(list(ids)),
                 "now": self._stamp,
                 "owner": request.worker_id,
                 "expires": self._stamp + request.lease_seconds,
@@ -359,16 +399,6 @@ class SqliteTx(PortableTx):
 
     async def head_kinds(self, n: int, queues: Sequence[str] | None) -> dict[str, int]:
         return pick.kinds_of(pick.heads(self.conn, self._stamp, n, None, queues))
-
-    async def kind_limits(self, kinds: Sequence[str], *, lock: bool = False) -> dict[str, int]:
-        # One writer: nothing to lock. A lease of a limited kind and the count of its
-        # running jobs cannot race.
-        rows = self.conn.execute(
-            "SELECT kind, max_running FROM kind_limits"
-            " WHERE kind IN (SELECT value FROM json_each(?))",
-            (json_text(list(kinds)),),
-        )
-        return dict(rows.fetchall())
 
     # -- counts and figures -----------------------------------------------------------------
 

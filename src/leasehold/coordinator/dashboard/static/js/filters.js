@@ -2,7 +2,7 @@
 
 import { h } from "./dom.js";
 
-const STATUSES = ["queued", "running", "completed", "dead", "cancelled"];
+const STATUSES = ["waiting", "queued", "running", "completed", "dead", "cancelled"];
 
 export function statusSelect(value) {
   return h(

@@ -4,8 +4,9 @@ import { LineChart, proportionBar } from "./charts.js";
 import { fill, h } from "./dom.js";
 import { count, duration, rate, shortDuration } from "./format.js";
 
-const STATUSES = ["queued", "running", "completed", "dead", "cancelled"];
+const STATUSES = ["waiting", "queued", "running", "completed", "dead", "cancelled"];
 const TITLES = {
+  waiting: "Waiting",
   queued: "Queued",
   running: "Running",
   completed: "Completed",
@@ -35,6 +36,8 @@ function figure(label) {
 
 function subline(status, stats) {
   switch (status) {
+    case "waiting":
+      return "for the jobs they depend on";
     case "queued":
       return stats.oldest_queued_age_seconds === null
         ? "none waiting"
