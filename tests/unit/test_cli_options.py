@@ -77,6 +77,7 @@ SERVE = [
     ("--max-answer-bytes", 8388608, 1, None),
     ("--max-kinds", 1000, 1, None),
     ("--max-queues", 100, 1, None),
+    ("--max-groups", 100000, 1, None),
     ("--max-workers", 1000, 1, None),
     ("--max-waiting-results", 4096, 0, None),
     ("--retain-completed-seconds", 86400.0, 0, None),
