@@ -159,6 +159,27 @@ def test_the_protocol_in_four_requests(coordinator: Coordinator, tmp_path: Path)
     assert (completed["status"], completed["result"]) == ("completed", {"charge_id": "ch_1"})
 
 
+def test_workflows_over_http(coordinator: Coordinator, tmp_path: Path) -> None:
+    batch, merge = json_values("\n".join(run(blocks()["workflows"], tmp_path, coordinator.url)))
+    statuses = [item["job"]["status"] for item in batch["jobs"]]
+    assert statuses == ["queued", "queued", "waiting"]
+    assert merge["job"]["kind"] == "merge"
+    assert [(p["status"], p["result"]) for p in merge["parents"]] == [
+        ("completed", {"bytes": 1000}),
+        ("completed", {"bytes": 2000}),
+    ]
+
+
+def test_flow_control_over_http(coordinator: Coordinator, tmp_path: Path) -> None:
+    output = run(blocks()["flow"], tmp_path, coordinator.url)
+    status_line = next(line for line in output if line.startswith("HTTP/"))
+    assert status_line.split()[1] == "200"  # a duplicate: the job already there
+    limit, job, explained = json_values("\n".join(line for line in output if line != status_line))
+    assert (limit["fair"], limit["rate"]["limit"], limit["max_running_per_group"]) == (True, 100, 5)
+    assert (job["group_key"], job["status"]) == ("acme", "queued")
+    assert [r["code"] for r in explained["reasons"]] == ["no_worker"]
+
+
 def test_the_worker_session(coordinator: Coordinator, tmp_path: Path) -> None:
     """jobs.py, a worker, a curl enqueue, enqueue.py and show.py, with the outputs shown."""
     found = blocks()
