@@ -80,7 +80,7 @@ class DriverStore:
     # -- jobs -------------------------------------------------------------------------------
 
     async def job_insert_many(self, new: Sequence[NewJob]) -> list[Inserted]:
-        one = len(new) == 1 and new[0].plain
+        one = len(new) == 1 and new[0].alone
         insert = partial(jobs.insert, jobs=new, rules=self.rules)
         return await self.driver.write(insert, small=len(new) == 1, single=one)
 
@@ -89,7 +89,7 @@ class DriverStore:
     ) -> InsertedAndLeased:
         one = len(new) == 1
         insert = partial(jobs.insert, jobs=new, rules=self.rules)
-        writes = [Write(insert, single=one and new[0].plain)]
+        writes = [Write(insert, single=one and new[0].alone)]
         writes += [Write(partial(leasing.lease, request=r)) for r in leases]
         inserted, *leased = await self.driver.write_each(writes, small=one)
         error: LeaseholdError | None = None
