@@ -67,6 +67,13 @@ async def test_weights_skip_a_job_too_heavy_for_what_is_left(service: JobService
     assert sorted(j.weight for j in leased) == [1, 4]
 
 
+async def test_a_job_heavier_than_its_rate_limit_is_refused(service: JobService) -> None:
+    await service.limit_put("batch", Flow(rate=RateLimit(5, 60)))
+    with pytest.raises(InvalidRequest, match="weight 6 is over the rate limit"):
+        await service.enqueue(Enqueue("batch", weight=6))
+    assert (await service.enqueue(Enqueue("batch", weight=5))).created
+
+
 async def test_a_rate_per_group_is_each_groups_own(service: JobService) -> None:
     await service.limit_put("sms", Flow(rate=RateLimit(1, 60, per_group=True)))
     for group in ("acme", "globex"):

@@ -44,6 +44,7 @@ from leasehold.coordinator.store.contract import (
     Store,
 )
 from leasehold.errors import (
+    InvalidRequest,
     JobNotFound,
     LeaseholdError,
     LimitNotFound,
@@ -182,6 +183,8 @@ class JobService:
             new_jobs = [r.new_job() for r in requests]
         await self.names.admit([j.kind for j in new_jobs], [j.queue for j in new_jobs])
         await self.groups.admit([(j.kind, j.group_key) for j in new_jobs if j.group_key])
+        if any(j.weight > 1 for j in new_jobs):
+            await self._check_weights(new_jobs)
         inserted, handed = await self._insert(new_jobs, spawned_by)
         if graph is not None:
             inserted = graph.answers(inserted)
@@ -197,6 +200,18 @@ class JobService:
         self.metrics.enqueued(created)
         self._figures.changed()
         return inserted
+
+    async def _check_weights(self, new_jobs: Sequence[NewJob]) -> None:
+        """A job heavier than its kind's rate limit could never start: refused (422)."""
+        rates = {limit.kind: limit.flow.rate for limit in await self.store.limit_list()}
+        for at, job in enumerate(new_jobs):
+            rate = rates.get(job.kind)
+            if rate is not None and job.weight > rate.limit:
+                where = f"jobs[{at}]." if len(new_jobs) > 1 else ""
+                raise InvalidRequest(
+                    f"{where}weight {job.weight} is over the rate limit of kind {job.kind!r}"
+                    f" ({rate.limit} per {rate.period_seconds:g} s): it could never start"
+                )
 
     async def _insert(
         self, new_jobs: Sequence[NewJob], spawned_by: tuple[int, int] | None
