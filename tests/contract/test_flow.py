@@ -194,3 +194,12 @@ async def test_a_job_not_started_by_its_deadline_ends_without_running(
     assert (await service.stats()).totals_by_kind["late"][Event.DEADLINE_MISSED] == 1
     (leased,) = await service.lease("w", 60, ["late"])
     assert leased.id == on_time.job.id
+
+
+async def test_a_lone_job_of_a_group_takes_its_turn(service: JobService) -> None:
+    """One enqueue of one job (the one-statement insert on PostgreSQL) wakes its group."""
+    await service.limit_put("one", Flow(fair=True))
+    for group in ("x", "y"):
+        await service.enqueue(Enqueue("one", group_key=group))
+    leased = await service.lease("w", 60, ["one"], max_jobs=5)
+    assert sorted(j.group_key or "" for j in leased) == ["x", "y"]
