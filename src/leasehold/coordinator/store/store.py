@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 
-from leasehold.coordinator.store import figures, jobs, leasing, scheduling
+from leasehold.coordinator.store import figures, jobs, leasing, migrate, scheduling
 from leasehold.coordinator.store.contract import (
     AttemptPage,
     DeadFilter,
@@ -30,7 +30,7 @@ from leasehold.coordinator.store.contract import (
     WorkerSeen,
 )
 from leasehold.coordinator.store.driver import Driver, Tx, Write
-from leasehold.coordinator.store.migrate import migrate
+from leasehold.coordinator.store.schema import SchemaReport, SchemaState
 from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.model import Attempt, Job, JobStatus, Outcome, Schedule, ScheduleSpec
 
@@ -41,8 +41,14 @@ class DriverStore:
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
 
-    async def open(self) -> None:
-        await self.driver.open(partial(migrate, dialect=self.driver.dialect))
+    async def open(self) -> SchemaReport:
+        return await self.driver.open(partial(migrate.open_schema, dialect=self.driver.dialect))
+
+    async def schema_inspect(self) -> SchemaState:
+        return await self.driver.inspect(partial(migrate.read, dialect=self.driver.dialect))
+
+    async def schema_state(self) -> SchemaState:
+        return await self.driver.read(partial(migrate.read, dialect=self.driver.dialect))
 
     async def close(self) -> None:
         await self.driver.close()

@@ -90,21 +90,31 @@ class PostgresDriver:
         self._finish_subscribers: list[Callable[[Sequence[int] | None], None]] = []
         self._listener: asyncio.Task[None] | None = None
 
-    async def open(self, migrate: Op[None]) -> None:
-        with _translated():
-            self._pool = await asyncpg.create_pool(
-                self._url, min_size=self._min, max_size=self._max, reset=_keep_session
-            )
-            async with self._pool.acquire() as conn, conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-                await self._run(PgTx(conn), migrate)
-        listening: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._listener = asyncio.create_task(self._listen(listening), name="leasehold-listen")
+    async def open(self, migrate: Op[T]) -> T:
         try:
+            with _translated():
+                self._pool = await asyncpg.create_pool(
+                    self._url, min_size=self._min, max_size=self._max, reset=_keep_session
+                )
+                async with self._pool.acquire() as conn, conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+                    migrated = await self._run(PgTx(conn), migrate)
+            listening: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._listener = asyncio.create_task(self._listen(listening), name="leasehold-listen")
             await listening
         except BaseException:
             await self.close()
             raise
+        return migrated
+
+    async def inspect(self, op: Op[T]) -> T:
+        with _translated():
+            conn = await asyncpg.connect(self._url)
+            try:
+                async with conn.transaction(readonly=True):
+                    return await op(PgTx(conn))
+            finally:
+                await conn.close()
 
     async def close(self) -> None:
         if self._listener is not None:
