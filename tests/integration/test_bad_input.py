@@ -85,7 +85,8 @@ async def job(api: Api) -> dict[str, Any]:
     made = await api.enqueue("victim", payload={"keep": True})
     lease = await api.lease("holder", lease_seconds=300)
     assert lease is not None and lease["job"]["id"] == made["id"]
-    return lease["job"]
+    leased: dict[str, Any] = lease["job"]
+    return leased
 
 
 async def test_bad_json_bodies_are_422_and_change_nothing(api: Api, job: dict[str, Any]) -> None:
