@@ -90,8 +90,8 @@ def _checked(url: str) -> str:
 
 
 def _inspect(url: str) -> SchemaState:
-    file = sqlite_file(url)
-    if url.startswith("sqlite") and file is not None and not Path(file).exists():
+    file = sqlite_file(url) if url.startswith("sqlite") else None
+    if file is not None and not Path(file).exists():
         _fail(f"no database at {Path(file).resolve()}", EXIT_DATABASE)
     return _run(lambda: asyncio.run(open_store(url).schema_inspect()))
 
