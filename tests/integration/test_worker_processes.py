@@ -243,7 +243,9 @@ def test_workers_ride_out_a_coordinator_restart(
     assert [w.wait(30) for w in workers] == [0, 0]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+# SIGHUP too: a worker has nothing to reload, and the hangup of the terminal it was started
+# from must not kill its handlers mid-job (DESIGN.md §14).
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_lets_running_jobs_finish_then_exits_0(
     client: SyncClient, start_worker: StartWorker, sig: signal.Signals
 ) -> None:
@@ -254,6 +256,7 @@ def test_a_stop_signal_lets_running_jobs_finish_then_exits_0(
     stopped_at = time.monotonic()
     worker.signal(sig)
     assert worker.wait(20) == 0
+    assert worker.events("worker.stopping")[0]["signal"] == sig.name
     print(f"stopped {time.monotonic() - stopped_at:.2f}s after {sig.name}")
     for job in running:
         assert client.get(job.id).status == JobStatus.COMPLETED
