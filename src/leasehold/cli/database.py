@@ -76,7 +76,9 @@ def _run(work: Callable[[], T]) -> T:
         _fail(str(exc), EXIT_SCHEMA)
     except StoreInUse as exc:
         _fail(f"{exc}: stop it first", EXIT_DATABASE)
-    except (Unavailable, sqlite3.Error, OSError, ValueError) as exc:
+    except (FileNotFoundError, ValueError) as exc:  # ours: the message says it all
+        _fail(str(exc), EXIT_DATABASE)
+    except (Unavailable, sqlite3.Error, OSError) as exc:
         _fail(f"{type(exc).__name__}: {exc}", EXIT_DATABASE)
 
 

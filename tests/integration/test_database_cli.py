@@ -1,5 +1,7 @@
-"""``leasehold migrate status | up [--dry-run]`` on each backend, and a schema newer than
-this release: refused by the commands and by ``serve``, with one line and exit status 5."""
+"""The database's commands: ``leasehold migrate status | up [--dry-run]`` on each backend,
+a schema newer than this release (refused by the commands and by ``serve``, with one line
+and exit status 5), and what ``backup`` and ``restore`` refuse. A backup and restore under
+load is ``test_backup.py``."""
 
 from __future__ import annotations
 
@@ -84,3 +86,24 @@ def test_a_newer_schema_is_refused_with_one_line_and_status_5(
     assert serve.returncode == 5, serve.stderr
     (line,) = [x for x in serve.stderr.splitlines() if not x.startswith("{")]
     assert line.startswith("leasehold: cannot start: the database's schema is at version 900,")
+
+
+def test_backup_and_restore_refuse_with_one_line(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'leasehold.db'}"
+    missing = leasehold("backup", str(tmp_path / "b.db"), "--database-url", url)
+    assert (missing.exit_code, missing.stderr) == (
+        4,
+        f"leasehold: no database at {tmp_path / 'leasehold.db'}\n",
+    )
+    assert leasehold("migrate", "up", "--database-url", url).exit_code == 0
+    (tmp_path / "b.db").write_text("not a database")
+    taken = leasehold("backup", str(tmp_path / "b.db"), "--database-url", url)
+    assert taken.exit_code == 2 and "a backup never overwrites" in taken.stderr
+    junk = leasehold(
+        "restore", str(tmp_path / "b.db"), "--database-url", f"sqlite:///{tmp_path / 'new.db'}"
+    )
+    assert junk.exit_code == 4 and "is not a usable SQLite database" in junk.stderr
+    assert not (tmp_path / "new.db").exists()
+    for command in ("backup", "restore"):
+        pg = leasehold(command, str(tmp_path / "x.db"), "--database-url", "postgresql://u@h/db")
+        assert pg.exit_code == 2 and ("pg_dump" in pg.stderr or "pg_restore" in pg.stderr)
