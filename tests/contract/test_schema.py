@@ -174,3 +174,29 @@ async def test_inspecting_a_missing_sqlite_file_makes_none(tmp_path: Path) -> No
     with pytest.raises(sqlite3.OperationalError):
         await open_store(f"sqlite:///{missing}").schema_inspect()
     assert not missing.exists()
+
+
+async def test_a_newer_coordinator_sees_the_sessions_of_older_ones(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL every coordinator's sessions carry the schema version it knows, so one
+    that raised the floor can wait until those of older coordinators are gone; on SQLite
+    there is never another coordinator."""
+    older = open_store(database_url)
+    await older.open()
+    try:
+        known = migrations(dialect_of(database_url))
+        later = Migration(known[-1].version + 1, "later", "CREATE TABLE later (a integer);")
+        monkeypatch.setattr(migrate, "migrations", lambda _dialect: [*known, later])
+        if database_url.startswith("sqlite"):
+            assert await older.coordinators_below(later.version) == 0
+            return
+        newer = open_store(database_url)
+        await newer.open()
+        try:
+            assert await newer.coordinators_below(later.version) >= 1  # the older's pool
+            assert await newer.coordinators_below(known[-1].version) == 0
+        finally:
+            await newer.close()
+    finally:
+        await older.close()

@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 
 import structlog
 
+from leasehold.coordinator.store.contract import Store
 from leasehold.coordinator.store.open import open_store, sqlite_path
 from leasehold.coordinator.store.schema import SETTLE_SECONDS, SchemaReport
 from leasehold.errors import SchemaTooNew, StoreInUse, Unavailable
@@ -40,6 +41,12 @@ EXIT_CODES_HELP: Final = (
     " opened or reached within --database-wait-seconds; 5 the database's schema is newer"
     " than this release knows (at start, or migrated by a newer release while serving)."
 )
+
+# After raising the schema's floor, how long a coordinator waits at most for the sessions of
+# older coordinators to go (they stop within a second of seeing it; one still there after
+# this is stuck, and its operator must stop it), and how often it looks.
+OLDER_WAIT_SECONDS: Final = 60.0
+OLDER_POLL_SECONDS: Final = 0.25
 
 # Names SQLite keeps no file under: a database in memory, and a temporary one (deleted when
 # it is closed).
@@ -143,28 +150,9 @@ def prepare_database(
 ) -> SchemaReport:
     """Open the database once (creating and migrating it) and close it again, so that a
     database that cannot be used fails here with one line; log its schema
-    (``schema.ready``), and wait, if this start raised the schema's floor, until older
-    coordinators have stopped. While PostgreSQL cannot be reached (a container starting
-    next to it), try again with backoff for ``wait_seconds``."""
-    report = _open_with_retries(url, synchronous, wait_seconds, sleep)
-    log.info(
-        "schema.ready",
-        database=describe_database(url),
-        version=report.version,
-        applied=list(report.applied),
-        floor=report.floor.version,
-        tokens_from=report.tokens_from,
-    )
-    settle = report.settle_seconds(SETTLE_SECONDS)
-    if settle > 0:
-        log.info("schema.settling", seconds=round(settle, 2), floor=report.floor.version)
-        sleep(settle)
-    return report
-
-
-def _open_with_retries(
-    url: str, synchronous: str, wait_seconds: float, sleep: Callable[[float], None]
-) -> SchemaReport:
+    (``schema.ready``), and, if this start raised the schema's floor, wait until the
+    coordinators of older releases have stopped. While PostgreSQL cannot be reached (a
+    container starting next to it), try again with backoff for ``wait_seconds``."""
     deadline = time.monotonic() + wait_seconds
     delay = 0.25
     attempt = 1
@@ -199,8 +187,37 @@ def _open_with_retries(
 async def _open_and_close(url: str, synchronous: str) -> SchemaReport:
     store = open_store(url, synchronous=synchronous)
     report = await store.open()
-    await store.close()
+    try:
+        log.info(
+            "schema.ready",
+            database=describe_database(url),
+            version=report.version,
+            applied=list(report.applied),
+            floor=report.floor.version,
+            tokens_from=report.tokens_from,
+        )
+        await _settle(store, report)
+    finally:
+        await store.close()
     return report
+
+
+async def _settle(store: Store, report: SchemaReport) -> None:
+    """After a floor raised moments ago: give the older coordinators the time to see it,
+    then wait until none of them still holds a session (they stop on seeing it)."""
+    settle = report.settle_seconds(SETTLE_SECONDS)
+    if settle <= 0:
+        return
+    log.info("schema.settling", seconds=round(settle, 2), floor=report.floor.version)
+    await asyncio.sleep(settle)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + OLDER_WAIT_SECONDS
+    while (older := await store.coordinators_below(report.floor.version)) > 0:
+        if loop.time() > deadline:
+            log.error("schema.older_still_connected", sessions=older, floor=report.floor.version)
+            return
+        log.info("schema.waiting_for_older", sessions=older, floor=report.floor.version)
+        await asyncio.sleep(OLDER_POLL_SECONDS)
 
 
 def _cause(exc: BaseException) -> str:

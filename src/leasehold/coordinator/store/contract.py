@@ -259,6 +259,11 @@ class Store(Protocol):
         """The same, read by an open store (the coordinator's schema watch)."""
         ...
 
+    async def coordinators_below(self, version: int) -> int:
+        """Database sessions of coordinators that know less than ``version`` (those that
+        must stop before a coordinator that raised the floor to it serves)."""
+        ...
+
     async def close(self) -> None: ...
 
     def subscribe(

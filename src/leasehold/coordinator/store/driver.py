@@ -250,6 +250,11 @@ class Tx(Protocol):
         """Make the next lease token at least ``first`` (a sequence above it stays)."""
         ...
 
+    async def coordinators_below(self, version: int) -> int:
+        """How many database sessions coordinators that know less than ``version`` hold
+        (0 where one coordinator is the database's only user)."""
+        ...
+
 
 Op = Callable[[Tx], Coroutine[Any, Any, T]]
 

@@ -15,6 +15,11 @@ from leasehold.coordinator.store.schema import Floor, SchemaReport, SchemaState,
 from leasehold.errors import SchemaTooNew
 
 
+def knows(dialect: str) -> int:
+    """The highest schema version this release knows."""
+    return max(m.version for m in migrations(dialect))
+
+
 async def read(tx: Tx, dialect: str) -> SchemaState:
     """The database's schema against this release's migrations; changes nothing."""
     return SchemaState(tuple(migrations(dialect)), await tx.schema_read())

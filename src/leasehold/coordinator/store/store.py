@@ -50,6 +50,9 @@ class DriverStore:
     async def schema_state(self) -> SchemaState:
         return await self.driver.read(partial(migrate.read, dialect=self.driver.dialect))
 
+    async def coordinators_below(self, version: int) -> int:
+        return await self.driver.read(lambda tx: tx.coordinators_below(version))
+
     async def close(self) -> None:
         await self.driver.close()
 

@@ -17,6 +17,13 @@ _TABLES = (
 )
 
 
+def session_name(version: str, knows: int) -> str:
+    """The ``application_name`` of a coordinator's sessions: its release, and the schema
+    version it knows, so that a newer one sees who must go first (and an operator, in
+    ``pg_stat_activity``, which release holds which connection)."""
+    return f"leasehold {version} schema {knows}"
+
+
 class PgSchema:
     """The schema's statements of ``PgTx`` (a mixin: it needs only ``conn``)."""
 
@@ -59,6 +66,15 @@ class PgSchema:
             floor.version,
             floor.raised_at,
         )
+
+    async def coordinators_below(self, version: int) -> int:
+        count: int = await self.conn.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND application_name ~ '^leasehold .* schema [0-9]+$'"
+            " AND substring(application_name from ' schema ([0-9]+)$')::integer < $1",
+            version,
+        )
+        return count
 
     async def tokens_raise(self, first: int) -> None:
         # Only ever up: a sequence already past the floor (another coordinator's start, a

@@ -68,6 +68,9 @@ class SqliteSchema:
             (floor.version, raised),
         )
 
+    async def coordinators_below(self, version: int) -> int:
+        return 0  # one coordinator per file, and this is it
+
     async def tokens_raise(self, first: int) -> None:
         # `last` is the last token handed out; the lease reads it at every grant.
         self.conn.execute("UPDATE lease_tokens SET last = ?1 WHERE last < ?1", (first - 1,))
