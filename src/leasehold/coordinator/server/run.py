@@ -19,6 +19,7 @@ without a restart); a file that cannot be used keeps the tokens in use, and says
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import signal
 import socket
@@ -79,7 +80,8 @@ class _Hangups:
     def received(self, signum: int, frame: FrameType | None) -> None:
         if self._loop is None:
             self._pending = True  # still starting: reloaded once the loop runs
-        else:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed: the server is stopping
             self._loop.call_soon_threadsafe(self.reload)
 
     def serving(self, loop: asyncio.AbstractEventLoop) -> None:
