@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 import pytest
+from typer.testing import CliRunner, Result
 
+from leasehold.cli import app
 from tests.http import Api
 from tests.process import Coordinator
 
@@ -60,19 +60,9 @@ class Load:
                     assert done.status == 200, done
 
 
-async def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """A ``leasehold`` command, run while the event loop goes on with the load."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "leasehold",
-        *args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return subprocess.CompletedProcess(args, proc.returncode, out.decode(), err.decode())
+async def cli(*args: str) -> Result:
+    """A ``leasehold`` command, on a thread: the event loop goes on with the load."""
+    return await asyncio.to_thread(CliRunner().invoke, app, list(args))
 
 
 def ids_in(path: Path) -> set[int]:
@@ -105,15 +95,15 @@ async def test_a_backup_under_load_restores_without_handing_out_a_token_twice(
         assert coordinator.stop() == 0
     finally:
         coordinator.kill()
-    assert backed_up.returncode == 0, backed_up.stderr
+    assert backed_up.exit_code == 0, backed_up.output
     assert backed_up.stdout.startswith(f"backed up {url} to {dest}")
     assert acked_before <= ids_in(dest)  # every acknowledged job, those in the WAL too
     assert len(set(load.tokens)) == len(load.tokens)
 
     refused = await cli("restore", str(dest), "--database-url", url)
-    assert refused.returncode == 2 and "--force" in refused.stderr  # it would replace a database
+    assert refused.exit_code == 2 and "--force" in refused.stderr  # it would replace a database
     restored = await cli("restore", str(dest), "--database-url", url, "--force")
-    assert restored.returncode == 0, restored.stderr
+    assert restored.exit_code == 0, restored.output
     assert ids_in(db) == ids_in(dest)
 
     unfinished = not_finished_in(db)
