@@ -58,8 +58,10 @@ class Coordinator:
         port: int = 0,
         env: Mapping[str, str] | None = None,
         preexec: Callable[[], None] | None = None,
+        program: Sequence[str] = ("-m", "leasehold"),
     ) -> None:
         self.database_url = database_url
+        self.program = list(program)  # what the interpreter runs: leasehold, or a stand-in
         self.preexec = preexec  # run in the child before it starts (e.g. a lower rlimit)
         self.env = dict(env or {})
         self.log_dir = log_dir
@@ -85,8 +87,7 @@ class Coordinator:
             self.proc = subprocess.Popen(
                 [
                     sys.executable,
-                    "-m",
-                    "leasehold",
+                    *self.program,
                     "serve",
                     "--host",
                     "127.0.0.1",

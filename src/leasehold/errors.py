@@ -207,6 +207,12 @@ class StoreInUse(Unavailable):
     code = "store_in_use"
 
 
+class SchemaTooNew(Unavailable):
+    """The database's schema is newer than this release knows: a newer release serves it."""
+
+    code = "schema_too_new"
+
+
 class Unanswerable(LeaseholdError):
     """The answer could not be built, so nothing was changed."""
 

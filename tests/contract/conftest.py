@@ -8,12 +8,26 @@ import pytest
 
 from leasehold.coordinator.store.contract import Store
 from leasehold.coordinator.store.open import open_store
+from leasehold.coordinator.store.schema import SchemaReport
 
 
 @pytest.fixture
-async def store(database_url: str) -> AsyncIterator[Store]:
+async def opened(database_url: str) -> AsyncIterator[tuple[Store, SchemaReport]]:
+    """An opened store on a fresh database of each backend, and what its open did."""
+    store = open_store(database_url)
+    report = await store.open()
+    yield store, report
+    await store.close()
+
+
+@pytest.fixture
+def store(opened: tuple[Store, SchemaReport]) -> Store:
     """An opened store on a fresh database of each backend."""
-    opened = open_store(database_url)
-    await opened.open()
-    yield opened
-    await opened.close()
+    return opened[0]
+
+
+@pytest.fixture
+def t0(opened: tuple[Store, SchemaReport]) -> int:
+    """The fresh store's first lease token: its time-derived floor (DESIGN.md §4). The
+    tokens after it follow one by one, as the tests lease."""
+    return opened[1].tokens_from

@@ -180,7 +180,7 @@ async def test_a_lease_never_takes_a_kind_past_its_limit(
     got = await take(store, 10, **narrow)
     assert got == a_ids[:2] + b_ids
     assert await take(store, 10, **narrow) == []
-    await decide_one(store, a_ids[0], complete(1))
+    await decide_one(store, a_ids[0], complete((await get(store, a_ids[0])).lease_token))
     assert await take(store, 10, **narrow) == [a_ids[2]]
     await store.limit_delete("a")
     assert await take(store, 10, **narrow) == a_ids[3:]

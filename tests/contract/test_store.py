@@ -90,7 +90,7 @@ def expire(token: int) -> Decide:
 # -- inserting ---------------------------------------------------------------------------
 
 
-async def test_insert_and_lease_answers_each_part_on_its_own(store: Store) -> None:
+async def test_insert_and_lease_answers_each_part_on_its_own(store: Store, t0: int) -> None:
     both = await store.job_insert_and_lease(
         [new_job("a", 1), new_job("b", 2)],
         [LeaseRequest("w1", 60, ("a",), 5), LeaseRequest("w2", 60, ("c",), 5)],
@@ -98,7 +98,7 @@ async def test_insert_and_lease_answers_each_part_on_its_own(store: Store) -> No
     assert both.error is None
     assert [i.job.payload for i in both.inserted] == [1, 2]
     first, second = both.leased
-    assert [(j.payload, j.lease_owner, j.lease_token) for j in first or []] == [(1, "w1", 1)]
+    assert [(j.payload, j.lease_owner, j.lease_token) for j in first or []] == [(1, "w1", t0)]
     assert second == []
     # A refused insert fails no lease: they still take what is there.
     await insert(store, new_job("a", key="taken", request_hash="one"))
@@ -228,30 +228,31 @@ async def test_lease_with_kinds_merges_their_queues_in_order(store: Store) -> No
 
 async def test_lease_increments_token_and_attempts_and_records_the_attempt(
     store: Store,
+    t0: int,
 ) -> None:
     (queued,) = await insert(store)
     before = await store.now()
     (leased,) = await store.job_lease(LeaseRequest("worker-7", 2.5, None))
     assert (leased.id, leased.status, leased.lease_owner) == (queued.id, "running", "worker-7")
-    assert (leased.lease_token, leased.attempts, leased.lease_seconds) == (1, 1, 2.5)
+    assert (leased.lease_token, leased.attempts, leased.lease_seconds) == (t0, 1, 2.5)
     assert leased.leased_at is not None and before <= leased.leased_at <= await store.now()
     assert leased.lease_expires_at is not None
     granted = leased.lease_expires_at - leased.leased_at
     assert abs(granted - timedelta(seconds=2.5)) < timedelta(milliseconds=1)
     assert await store.job_get(queued.id) == leased
     (attempt,) = await store.attempts_list(queued.id)
-    assert (attempt.token, attempt.worker_id, attempt.outcome) == (1, "worker-7", "running")
+    assert (attempt.token, attempt.worker_id, attempt.outcome) == (t0, "worker-7", "running")
     assert (attempt.leased_at, attempt.finished_at, attempt.error) == (leased.leased_at, None, None)
     assert (await store.counter_totals())[("leased", "k")] == 1
 
 
-async def test_a_second_lease_after_expiry_gets_the_next_token(store: Store) -> None:
+async def test_a_second_lease_after_expiry_gets_the_next_token(store: Store, t0: int) -> None:
     (job,) = await insert(store)
     (first,) = await lease(store, seconds=0)
     await decide_one(store, job.id, expire(first.lease_token))
     (second,) = await lease(store)
-    assert (second.lease_token, second.attempts, second.report) == (2, 2, None)
-    assert [a.token for a in await store.attempts_list(job.id)] == [1, 2]
+    assert (second.lease_token, second.attempts, second.report) == (t0 + 1, 2, None)
+    assert [a.token for a in await store.attempts_list(job.id)] == [t0, t0 + 1]
 
 
 async def test_lease_tokens_are_unique_across_jobs_and_increase_per_job(store: Store) -> None:
@@ -326,10 +327,10 @@ async def test_decide_gets_the_stored_job_and_the_store_clock(store: Store) -> N
     assert before <= now <= after
 
 
-async def test_complete_writes_the_outcome_and_closes_the_attempt(store: Store) -> None:
+async def test_complete_writes_the_outcome_and_closes_the_attempt(store: Store, t0: int) -> None:
     (job,) = await insert(store)
     await lease(store)
-    outcome = await decide_one(store, job.id, complete(1, {"ok": [1]}))
+    outcome = await decide_one(store, job.id, complete(t0, {"ok": [1]}))
     assert outcome.changed and outcome.error is None
     stored = await store.job_get(job.id)
     assert stored == outcome.job
@@ -343,31 +344,35 @@ async def test_complete_writes_the_outcome_and_closes_the_attempt(store: Store) 
     assert (await store.counter_totals())[("completed", "k")] == 1
 
 
-async def test_result_none_is_stored_as_none_and_a_repeat_changes_nothing(store: Store) -> None:
+async def test_result_none_is_stored_as_none_and_a_repeat_changes_nothing(
+    store: Store, t0: int
+) -> None:
     (job,) = await insert(store)
     await lease(store)
-    done = await decide_one(store, job.id, complete(1, None))
-    again = await decide_one(store, job.id, complete(1, {"late": True}))
+    done = await decide_one(store, job.id, complete(t0, None))
+    again = await decide_one(store, job.id, complete(t0, {"late": True}))
     assert (again.changed, again.error, again.job) == (False, None, done.job)
     stored = await store.job_get(job.id)
     assert stored is not None and stored.result is None
     assert (await store.counter_totals())[("completed", "k")] == 1
 
 
-async def test_stale_token_is_rejected_and_counted_but_writes_nothing(store: Store) -> None:
+async def test_stale_token_is_rejected_and_counted_but_writes_nothing(
+    store: Store, t0: int
+) -> None:
     (job,) = await insert(store)
     (leased,) = await lease(store)
-    outcome = await decide_one(store, job.id, complete(2))
+    outcome = await decide_one(store, job.id, complete(t0 + 1))
     assert isinstance(outcome.error, StaleToken) and not outcome.changed
     assert await store.job_get(job.id) == leased
     assert (await store.counter_totals())[("stale_token", "k")] == 1
     assert [a.outcome for a in await store.attempts_list(job.id)] == ["running"]
 
 
-async def test_fail_with_attempts_left_queues_a_retry(store: Store) -> None:
+async def test_fail_with_attempts_left_queues_a_retry(store: Store, t0: int) -> None:
     (job,) = await insert(store, new_job(max_attempts=2))
     await lease(store)
-    outcome = await decide_one(store, job.id, fail(1, "boom"))
+    outcome = await decide_one(store, job.id, fail(t0, "boom"))
     stored = await store.job_get(job.id)
     assert stored == outcome.job
     assert (stored.status, stored.last_error, stored.report) == ("queued", "boom", "failed")
@@ -377,35 +382,35 @@ async def test_fail_with_attempts_left_queues_a_retry(store: Store) -> None:
     assert (attempt.outcome, attempt.error) == ("failed", "boom")
 
 
-async def test_fail_on_the_last_attempt_is_dead_and_requeue_revives(store: Store) -> None:
+async def test_fail_on_the_last_attempt_is_dead_and_requeue_revives(store: Store, t0: int) -> None:
     (job,) = await insert(store, new_job(max_attempts=1))
     await lease(store)
-    await decide_one(store, job.id, fail(1, "fatal"))
+    await decide_one(store, job.id, fail(t0, "fatal"))
     assert (await get(store, job.id)).status is JobStatus.DEAD
     revived = await decide_one(store, job.id, decide_requeue)
     stored = await store.job_get(job.id)
     assert stored == revived.job
     assert (stored.status, stored.attempts, stored.report) == ("queued", 0, Report.REVOKED)
     (again,) = await lease(store)
-    assert (again.lease_token, again.attempts) == (2, 1)
+    assert (again.lease_token, again.attempts) == (t0 + 1, 1)
     totals = await store.counter_totals()
     assert (totals[("dead", "k")], totals[("requeued", "k")]) == (1, 1)
 
 
-async def test_release_gives_the_attempt_back(store: Store) -> None:
+async def test_release_gives_the_attempt_back(store: Store, t0: int) -> None:
     (job,) = await insert(store)
     await lease(store)
-    outcome = await decide_one(store, job.id, lambda j, now: decide_release(j, 1, now))
+    outcome = await decide_one(store, job.id, lambda j, now: decide_release(j, t0, now))
     stored = await store.job_get(job.id)
     assert stored == outcome.job
-    assert (stored.status, stored.attempts, stored.lease_token) == ("queued", 0, 1)
+    assert (stored.status, stored.attempts, stored.lease_token) == ("queued", 0, t0)
     assert [a.outcome for a in await store.attempts_list(job.id)] == ["released"]
 
 
-async def test_renew_moves_the_expiry(store: Store) -> None:
+async def test_renew_moves_the_expiry(store: Store, t0: int) -> None:
     (job,) = await insert(store)
     (leased,) = await lease(store, seconds=5)
-    outcome = await decide_one(store, job.id, lambda j, now: decide_renew(j, 1, 100.0, now))
+    outcome = await decide_one(store, job.id, lambda j, now: decide_renew(j, t0, 100.0, now))
     stored = await store.job_get(job.id)
     assert stored == outcome.job
     assert stored.lease_expires_at is not None and leased.lease_expires_at is not None
@@ -422,7 +427,7 @@ async def test_decide_batch_answers_none_for_unknown_ids_in_place(store: Store) 
     assert [o.job.id for o in outcomes if o is not None] == [b.id, a.id]
 
 
-async def test_decide_batch_is_one_transaction(store: Store) -> None:
+async def test_decide_batch_is_one_transaction(store: Store, t0: int) -> None:
     """A rule raising midway undoes the batch's earlier writes."""
     a, b = await insert(store, new_job(), new_job())
     await lease(store, n=2)
@@ -431,7 +436,7 @@ async def test_decide_batch_is_one_transaction(store: Store) -> None:
         raise RuntimeError("a bug in a rule")
 
     with pytest.raises(RuntimeError):
-        await store.jobs_decide([(a.id, complete(1)), (b.id, boom)])
+        await store.jobs_decide([(a.id, complete(t0)), (b.id, boom)])
     assert (await get(store, a.id)).status is JobStatus.RUNNING
     assert [x.outcome for x in await store.attempts_list(a.id)] == ["running"]
     assert ("completed", "k") not in await store.counter_totals()
@@ -469,10 +474,10 @@ async def test_a_batch_on_distinct_jobs_writes_each_as_decided(store: Store) -> 
     assert (totals[("completed", "k")], totals[("failed", "k")]) == (2, 2)
 
 
-async def test_repeated_id_in_one_batch_sees_the_earlier_write(store: Store) -> None:
+async def test_repeated_id_in_one_batch_sees_the_earlier_write(store: Store, t0: int) -> None:
     (job,) = await insert(store)
     await lease(store)
-    first, second = await store.jobs_decide([(job.id, complete(1, 1)), (job.id, complete(1, 2))])
+    first, second = await store.jobs_decide([(job.id, complete(t0, 1)), (job.id, complete(t0, 2))])
     assert first is not None and second is not None
     assert (first.changed, second.changed, second.job.result) == (True, False, 1)
 
@@ -516,10 +521,10 @@ async def test_expire_requeues_once_even_when_two_reapers_race(store: Store) -> 
     assert await store.jobs_expired(100) == []
 
 
-async def test_expire_on_the_last_attempt_is_dead(store: Store) -> None:
+async def test_expire_on_the_last_attempt_is_dead(store: Store, t0: int) -> None:
     (job,) = await insert(store, new_job(max_attempts=1))
     await lease(store, seconds=0)
-    outcome = await decide_one(store, job.id, expire(1))
+    outcome = await decide_one(store, job.id, expire(t0))
     assert outcome.job.status is JobStatus.DEAD
     assert await store.job_get(job.id) == outcome.job
 
@@ -558,7 +563,7 @@ async def test_dead_filter_by_kind_and_error_substring(store: Store) -> None:
     assert await store.jobs_dead(DeadFilter(limit=1)) == [ids[0]]
 
 
-async def test_attempt_history_is_oldest_first(store: Store) -> None:
+async def test_attempt_history_is_oldest_first(store: Store, t0: int) -> None:
     (job,) = await insert(store, new_job(max_attempts=5))
     for _ in range(3):
         (leased,) = await lease(store, seconds=0)
@@ -567,20 +572,20 @@ async def test_attempt_history_is_oldest_first(store: Store) -> None:
     await decide_one(store, job.id, complete(leased.lease_token))
     history = await store.attempts_list(job.id)
     assert [(a.token, a.outcome) for a in history] == [
-        (1, "expired"),
-        (2, "expired"),
-        (3, "expired"),
-        (4, "completed"),
+        (t0, "expired"),
+        (t0 + 1, "expired"),
+        (t0 + 2, "expired"),
+        (t0 + 3, "completed"),
     ]
     assert all(a.finished_at is not None and a.finished_at >= a.leased_at for a in history)
     assert await store.attempts_list(job.id + 1) == []
 
 
-async def test_counts_by_status_include_every_status(store: Store) -> None:
+async def test_counts_by_status_include_every_status(store: Store, t0: int) -> None:
     assert await store.counts_by_status() == dict.fromkeys(JobStatus, 0)
     a, _, _ = await insert(store, new_job(), new_job(), new_job())
     await lease(store)
-    await decide_one(store, a.id, complete(1))
+    await decide_one(store, a.id, complete(t0))
     await lease(store)
     assert await store.counts_by_status() == {
         JobStatus.WAITING: 0,

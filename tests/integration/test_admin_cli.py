@@ -128,7 +128,7 @@ def test_every_command_as_tables(shared: Coordinator, client: SyncClient) -> Non
     shown = cli(shared.url, "job", str(dead_id))
     assert shown.exit_code == 0, shown.output
     (attempt,) = table_rows(shown.stdout)
-    assert attempt[:2] == ["1", "cli-test-worker"]
+    assert attempt[:2] == [str(client.get(dead_id).lease_token), "cli-test-worker"]
     assert attempt[-2:] == ["failed", "boom: the thing broke"]
     assert "last error, in full:\nTraceback (most recent call last):" in shown.stdout
 

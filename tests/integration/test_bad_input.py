@@ -84,8 +84,9 @@ async def job(api: Api) -> dict[str, Any]:
     """One running job whose state must survive all the bad input below."""
     made = await api.enqueue("victim", payload={"keep": True})
     lease = await api.lease("holder", lease_seconds=300)
-    assert lease is not None
-    return made
+    assert lease is not None and lease["job"]["id"] == made["id"]
+    leased: dict[str, Any] = lease["job"]
+    return leased
 
 
 async def test_bad_json_bodies_are_422_and_change_nothing(api: Api, job: dict[str, Any]) -> None:
@@ -171,10 +172,11 @@ async def test_server_keeps_serving_and_job_is_intact(api: Api, job: dict[str, A
     current = await api.job(job["id"])
     assert (current["status"], current["lease_token"], current["payload"]) == (
         "running",
-        1,
+        job["lease_token"],
         {"keep": True},
     )
-    done = await api.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": "fine"})
+    token = job["lease_token"]
+    done = await api.post(f"/jobs/{job['id']}/complete", {"token": token, "result": "fine"})
     assert done.status == 200
 
 

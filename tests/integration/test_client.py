@@ -71,7 +71,12 @@ async def test_a_job_goes_round_trip_with_typed_answers(client: Client) -> None:
     assert job.created_at.tzinfo is UTC
     lease = await client.lease("w1", lease_seconds=30, kinds=["email"])
     assert lease is not None
-    assert (lease.job.id, lease.token, lease.job.lease_owner) == (job.id, 1, "w1")
+    assert (lease.job.id, lease.token, lease.job.lease_owner) == (
+        job.id,
+        lease.job.lease_token,
+        "w1",
+    )
+    assert lease.token > 1_700_000_000 * 1_000_000  # above the time floor (DESIGN.md §4)
     assert lease.job.lease_expires_at is not None
     assert lease.job.lease_expires_at - datetime.now(UTC) > timedelta(seconds=25)
     renewed = await client.renew(job.id, lease.token, lease_seconds=60)
@@ -84,7 +89,7 @@ async def test_a_job_goes_round_trip_with_typed_answers(client: Client) -> None:
     assert await client.get(job.id) == done
     (attempt,) = await client.attempts(job.id)
     assert (attempt.token, attempt.worker_id, attempt.outcome) == (
-        1,
+        lease.token,
         "w1",
         AttemptOutcome.COMPLETED,
     )

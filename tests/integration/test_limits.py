@@ -101,8 +101,10 @@ async def test_payload_and_result_caps(served: Api) -> None:
     refused(too_big, 413)
     lease = await served.lease("w")
     assert lease is not None and lease["job"]["id"] == job["id"]
+    token = lease["token"]
     refused(
-        await served.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": fits + "x"}), 413
+        await served.post(f"/jobs/{job['id']}/complete", {"token": token, "result": fits + "x"}),
+        413,
     )
     other = await served.enqueue("k")
     other_lease = await served.lease("w")
@@ -111,7 +113,7 @@ async def test_payload_and_result_caps(served: Api) -> None:
         "/batch/complete",
         {
             "items": [
-                {"id": job["id"], "token": 1, "result": fits + "x"},
+                {"id": job["id"], "token": token, "result": fits + "x"},
                 {"id": other["id"], "token": other_lease["token"], "result": "ok"},
             ]
         },
@@ -120,7 +122,7 @@ async def test_payload_and_result_caps(served: Api) -> None:
     first, second = batch.body["results"]
     assert first["error"] == "payload_too_large" and second["outcome"] == "ok"
     assert (await served.job(job["id"]))["status"] == "running"
-    done = await served.post(f"/jobs/{job['id']}/complete", {"token": 1, "result": fits})
+    done = await served.post(f"/jobs/{job['id']}/complete", {"token": token, "result": fits})
     assert done.status == 200, done
 
 

@@ -9,16 +9,23 @@ from importlib import metadata
 import pytest
 
 import leasehold
-from leasehold._version import DISTRIBUTION
+from leasehold._version import DISTRIBUTION, build, describe
 from leasehold.coordinator.store.open import MISSING_POSTGRES, open_store
 
 
 def test_version_has_one_home() -> None:
+    """The version is the distribution's; the build, in a checkout, the commit."""
     assert leasehold.__version__ == metadata.version(DISTRIBUTION) != "0+unknown"
+    head = subprocess.run(
+        ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=False
+    )
+    if head.returncode == 0:  # a git checkout (an archive's build is "unknown")
+        assert build() == head.stdout.strip()
     run = subprocess.run(
         [sys.executable, "-m", "leasehold", "--version"], capture_output=True, text=True, timeout=60
     )
-    assert (run.returncode, run.stdout) == (0, f"leasehold {leasehold.__version__}\n")
+    assert (run.returncode, run.stdout) == (0, f"leasehold {describe()}\n")
+    assert describe() == f"{leasehold.__version__} (build {build()})"
 
 
 def test_the_distribution_keeps_the_import_name_and_the_command() -> None:

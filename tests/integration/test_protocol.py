@@ -39,10 +39,11 @@ async def test_lease_returns_job_and_token(api: Api) -> None:
     job = await api.enqueue("email")
     lease = await api.lease("w1", lease_seconds=5)
     assert lease is not None
-    assert lease["token"] == 1
+    # Tokens start above a floor taken from the clock at start (DESIGN.md §4).
+    assert lease["token"] > 1_700_000_000 * 1_000_000
     assert lease["job"]["id"] == job["id"]
     assert lease["job"]["status"] == "running"
-    assert lease["job"]["lease_token"] == 1
+    assert lease["job"]["lease_token"] == lease["token"]
     assert lease["job"]["lease_owner"] == "w1"
     assert lease["job"]["attempts"] == 1
     expires = datetime.fromisoformat(lease["job"]["lease_expires_at"])
@@ -178,12 +179,13 @@ async def test_renew_extends_from_now(api: Api) -> None:
     job = await api.enqueue()
     lease = await api.lease(lease_seconds=2)
     assert lease is not None
-    renewed = await api.post(f"/jobs/{job['id']}/renew", {"token": 1, "lease_seconds": 100})
+    token = lease["token"]
+    renewed = await api.post(f"/jobs/{job['id']}/renew", {"token": token, "lease_seconds": 100})
     assert renewed.status == 200
     expires = datetime.fromisoformat(renewed.body["lease_expires_at"])
     assert timedelta(seconds=95) < expires - datetime.now(UTC) <= timedelta(seconds=101)
     # Without lease_seconds: the length the lease was last granted for.
-    again = await api.post(f"/jobs/{job['id']}/renew", {"token": 1})
+    again = await api.post(f"/jobs/{job['id']}/renew", {"token": token})
     expires = datetime.fromisoformat(again.body["lease_expires_at"])
     assert timedelta(seconds=95) < expires - datetime.now(UTC) <= timedelta(seconds=101)
 

@@ -11,8 +11,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from leasehold._version import __version__, build
 from leasehold.coordinator.api.routes.health import READY_TIMEOUT_SECONDS
 from tests.process import sqlite_coordinator
+
+# Both answers name the release and the build, so an operator sees which one serves.
+RELEASE = {"version": __version__, "build": build()}
 
 
 def get(url: str) -> tuple[int, dict[str, object]]:
@@ -25,7 +29,7 @@ def get(url: str) -> tuple[int, dict[str, object]]:
 
 def test_a_locked_database_is_not_ready_but_alive(tmp_path: Path) -> None:
     with sqlite_coordinator(tmp_path) as c:
-        assert get(c.url + "/health/ready") == (200, {"status": "ready"})
+        assert get(c.url + "/health/ready") == (200, {"status": "ready", **RELEASE})
         holder = sqlite3.connect(tmp_path / "leasehold.db", isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")  # another process's writer, stuck
         try:
@@ -35,8 +39,8 @@ def test_a_locked_database_is_not_ready_but_alive(tmp_path: Path) -> None:
             assert status == 503 and body["error"] == "unavailable", body
             assert "did not answer within" in str(body["message"])
             assert waited < READY_TIMEOUT_SECONDS + 3
-            assert get(c.url + "/health") == (200, {"status": "ok"})
+            assert get(c.url + "/health") == (200, {"status": "ok", **RELEASE})
         finally:
             holder.execute("ROLLBACK")
             holder.close()
-        assert get(c.url + "/health/ready") == (200, {"status": "ready"})
+        assert get(c.url + "/health/ready") == (200, {"status": "ready", **RELEASE})

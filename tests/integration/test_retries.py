@@ -31,9 +31,10 @@ async def lease_when_due(
 
 async def test_fails_twice_then_succeeds(api: Api, inproc: InProcessCoordinator) -> None:
     job = await api.enqueue("flaky", max_attempts=5)
+    tokens = []
     for n in (1, 2):
         lease = await lease_when_due(api, inproc)
-        assert lease["token"] == n
+        tokens.append(lease["token"])
         failed = await api.post(
             f"/jobs/{job['id']}/fail", {"token": lease["token"], "error": f"try {n}"}
         )
@@ -48,7 +49,8 @@ async def test_fails_twice_then_succeeds(api: Api, inproc: InProcessCoordinator)
     assert (done.body["status"], done.body["attempts"]) == ("completed", 3)
     attempts = (await api.get(f"/jobs/{job['id']}/attempts")).body["attempts"]
     assert [a["outcome"] for a in attempts] == ["failed", "failed", "completed"]
-    assert [a["token"] for a in attempts] == [1, 2, 3]
+    assert [a["token"] for a in attempts] == [*tokens, lease["token"]]
+    assert tokens[1] == tokens[0] + 1 and lease["token"] == tokens[1] + 1
 
 
 async def test_always_failing_job_ends_dead_with_its_last_error(
@@ -58,12 +60,13 @@ async def test_always_failing_job_ends_dead_with_its_last_error(
     for n in range(1, 4):
         lease = await lease_when_due(api, inproc)
         a = await api.post(f"/jobs/{job['id']}/fail", {"token": lease["token"], "error": f"e{n}"})
+        last = lease["token"]
         assert a.status == 200
     final = await api.job(job["id"])
     assert (final["status"], final["attempts"], final["last_error"]) == ("dead", 3, "e3")
     assert await api.lease() is None
     # Repeating the last report changes nothing.
-    again = await api.post(f"/jobs/{job['id']}/fail", {"token": 3, "error": "other"})
+    again = await api.post(f"/jobs/{job['id']}/fail", {"token": last, "error": "other"})
     assert again.status == 200
     assert await api.job(job["id"]) == final
 

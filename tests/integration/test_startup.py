@@ -16,7 +16,9 @@ import typer
 from typer.testing import CliRunner
 
 from leasehold import cli
+from leasehold._version import __version__, build
 from leasehold.coordinator.startup import EXIT_DATABASE, EXIT_LISTEN_FAILED, EXIT_REFUSED
+from leasehold.coordinator.store.migrations import migrations
 from tests.process import Coordinator, free_port
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
@@ -94,8 +96,8 @@ def test_unreachable_postgres_is_retried_then_one_line(tmp_path: Path) -> None:
 
 
 def test_the_start_line_says_where_everything_is(tmp_path: Path) -> None:
-    """One line names the URL, the dashboard, the API docs and the database's absolute path,
-    after the open-file limit it runs with."""
+    """One line names the URL, the dashboard, the API docs, the release and the database's
+    absolute path, after the open-file limit it runs with and the schema it found."""
     c = Coordinator(f"sqlite:///{tmp_path / 'here.db'}", tmp_path).start()
     try:
         lines = [json.loads(ln) for ln in c.logs().splitlines() if ln.startswith("{")]
@@ -106,6 +108,11 @@ def test_the_start_line_says_where_everything_is(tmp_path: Path) -> None:
     assert where["dashboard"] == f"{c.url}/ui/"
     assert where["docs"] == f"{c.url}/docs"
     assert where["database"] == f"sqlite:///{(tmp_path / 'here.db').resolve()}"
+    assert (where["version"], where["build"]) == (__version__, build())
+    [schema] = [e for e in lines if e["event"] == "schema.ready"]
+    known = [m.label for m in migrations("sqlite")]
+    assert (schema["version"], schema["applied"]) == (int(known[-1][:3]), known)
+    assert schema["database"] == where["database"] and schema["tokens_from"] > 0
 
 
 def test_an_ephemeral_database_is_served_when_asked_for(tmp_path: Path) -> None:

@@ -83,6 +83,7 @@ async def test_one_trace_from_the_producer_to_the_handler(
             handle = await charge.enqueue(client, 7)
         assert handle.job.headers is not None and "traceparent" in handle.job.headers
         assert await handle.result(timeout=WITHIN) == "charged 7"
+        (attempt,) = await client.attempts(handle.id)
     found = by_name(spans)
     checkout, send = found["checkout"], found["send t-charge"]
     process, bank = found["process t-charge"], found["call the bank"]
@@ -112,7 +113,7 @@ async def test_one_trace_from_the_producer_to_the_handler(
             "messaging.message.id": str(handle.id),
             "messaging.consumer.group.name": "w-trace",
             "leasehold.job.attempt": 1,
-            "leasehold.lease.token": 1,
+            "leasehold.lease.token": attempt.token,
         }.items()
     )
     assert process.status.status_code is StatusCode.UNSET

@@ -128,20 +128,21 @@ def test_a_killed_workers_job_is_taken_over_after_its_lease_expires(
 ) -> None:
     doomed = start_worker("--lease-seconds", "1", "--concurrency", "1", name="doomed")
     job = client.enqueue("hang-first")
-    poll(lambda: ledger.has("start", job.id, token=1), what="the first run to start")
+    poll(lambda: ledger.has("start", job.id), what="the first run to start")
+    t1 = client.get(job.id).lease_token
     doomed.kill()
     survivor = start_worker("--lease-seconds", "1", name="survivor")
     poll(lambda: client.get(job.id).status == JobStatus.COMPLETED, what="the job to finish")
     done = client.get(job.id)
     assert (done.lease_token, done.lease_owner, done.result) == (
-        2,
+        t1 + 1,
         "survivor",
         "finished by survivor",
     )
     first, second = client.attempts(job.id)
-    assert (first.token, first.worker_id, first.outcome) == (1, "doomed", AttemptOutcome.EXPIRED)
+    assert (first.token, first.worker_id, first.outcome) == (t1, "doomed", AttemptOutcome.EXPIRED)
     assert (second.token, second.worker_id, second.outcome) == (
-        2,
+        t1 + 1,
         "survivor",
         AttemptOutcome.COMPLETED,
     )
@@ -157,26 +158,31 @@ def test_a_refused_renewal_cancels_the_handler_and_drops_its_result(
     worker = start_worker("--lease-seconds", "1.5", "--concurrency", "1")
     flag = tmp_path / "let-the-thread-finish"
     job = client.enqueue(kind, {"until": str(flag)})
-    poll(lambda: ledger.has("start", job.id, token=1), what="the handler to start")
+    poll(lambda: ledger.has("start", job.id), what="the handler to start")
+    t1 = client.get(job.id).lease_token
     # The lease is taken away as an operator would: released under its token, and leased
     # to someone else. The worker's only loop is busy, so it cannot take the job back.
-    client.release(job.id, client.get(job.id).lease_token)
+    client.release(job.id, t1)
     other = client.lease("operator", lease_seconds=60, kinds=[kind])
     assert other is not None
-    assert other.token == 2
+    assert other.token == t1 + 1
     lost = worker.wait_for("lease.lost", job_id=job.id)
     assert lost["reason"] in ("stale_token", "lease_expired")
     worker.wait_for("job.result_dropped", job_id=job.id)
     if kind == "hang":
-        poll(lambda: ledger.has("cancelled", job.id, token=1), what="the handler's cancellation")
+        poll(lambda: ledger.has("cancelled", job.id, token=t1), what="the handler's cancellation")
     else:  # a thread cannot be cancelled: it finishes, and its result is dropped
         flag.touch()
-        poll(lambda: ledger.has("done", job.id, token=1), what="the thread to finish")
+        poll(lambda: ledger.has("done", job.id, token=t1), what="the thread to finish")
         worker.wait_for("job.late_result_dropped", job_id=job.id)
     assert not worker.events("job.succeeded") and not worker.events("job.failed")
     held = client.get(job.id)
-    assert (held.status, held.lease_token, held.lease_owner) == (JobStatus.RUNNING, 2, "operator")
-    assert client.complete(job.id, 2, "the operator's").result == "the operator's"
+    assert (held.status, held.lease_token, held.lease_owner) == (
+        JobStatus.RUNNING,
+        t1 + 1,
+        "operator",
+    )
+    assert client.complete(job.id, t1 + 1, "the operator's").result == "the operator's"
     assert worker.stop() == 0
 
 
@@ -185,20 +191,25 @@ def test_a_lease_that_runs_out_while_the_worker_is_frozen_is_given_up(
 ) -> None:
     worker = start_worker("--lease-seconds", "1", "--concurrency", "1")
     job = client.enqueue("hang")
-    poll(lambda: ledger.has("start", job.id, token=1), what="the handler to start")
+    poll(lambda: ledger.has("start", job.id), what="the handler to start")
+    t1 = client.get(job.id).lease_token
     worker.signal(signal.SIGSTOP)  # a pause longer than the lease: GC, swap, a stopped VM
     try:
         poll(lambda: client.get(job.id).status == JobStatus.QUEUED, what="the reaper")
         other = client.lease("other", lease_seconds=60, kinds=["hang"])
         assert other is not None
-        assert other.token == 2
+        assert other.token == t1 + 1
     finally:
         worker.signal(signal.SIGCONT)
     worker.wait_for("job.result_dropped", job_id=job.id)
-    poll(lambda: ledger.has("cancelled", job.id, token=1), what="the handler's cancellation")
+    poll(lambda: ledger.has("cancelled", job.id, token=t1), what="the handler's cancellation")
     assert worker.events("lease.lost", job_id=job.id)[0]["reason"] in ("expired", "stale_token")
     held = client.get(job.id)
-    assert (held.status, held.lease_token, held.lease_owner) == (JobStatus.RUNNING, 2, "other")
+    assert (held.status, held.lease_token, held.lease_owner) == (
+        JobStatus.RUNNING,
+        t1 + 1,
+        "other",
+    )
     (first, _) = client.attempts(job.id)
     assert first.outcome == AttemptOutcome.EXPIRED
     assert worker.stop() == 0
@@ -232,7 +243,9 @@ def test_workers_ride_out_a_coordinator_restart(
     assert [w.wait(30) for w in workers] == [0, 0]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+# SIGHUP too: a worker has nothing to reload, and the hangup of the terminal it was started
+# from must not kill its handlers mid-job (DESIGN.md §14).
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_lets_running_jobs_finish_then_exits_0(
     client: SyncClient, start_worker: StartWorker, sig: signal.Signals
 ) -> None:
@@ -243,6 +256,7 @@ def test_a_stop_signal_lets_running_jobs_finish_then_exits_0(
     stopped_at = time.monotonic()
     worker.signal(sig)
     assert worker.wait(20) == 0
+    assert worker.events("worker.stopping")[0]["signal"] == sig.name
     print(f"stopped {time.monotonic() - stopped_at:.2f}s after {sig.name}")
     for job in running:
         assert client.get(job.id).status == JobStatus.COMPLETED
@@ -269,7 +283,8 @@ def test_a_second_signal_cancels_handlers_and_releases_their_jobs(
         back = client.get(job.id)
         assert (back.status, back.attempts) == (JobStatus.QUEUED, 0)
         assert client.attempts(job.id)[-1].outcome == AttemptOutcome.RELEASED
-    assert ledger.has("cancelled", stuck.id, token=1)
+    (attempt, *_) = client.attempts(stuck.id)
+    assert ledger.has("cancelled", stuck.id, token=attempt.token)
     assert not client.list(status="running").jobs
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import typer
 
-from leasehold._version import __version__
+from leasehold._version import describe
 from leasehold.cli import admin as _admin
+from leasehold.cli import database as _database
 from leasehold.cli.admin.scheduling import limits, schedules
 from leasehold.cli.demo import demo as _demo
 from leasehold.cli.help import Commands
@@ -36,7 +37,7 @@ app.add_typer(limits, name="limits")
 
 def _show_version(show: bool) -> None:
     if show:
-        typer.echo(f"leasehold {__version__}")
+        typer.echo(f"leasehold {describe()}")
         raise typer.Exit()
 
 
@@ -47,7 +48,7 @@ def _root(
         "--version",
         callback=_show_version,
         is_eager=True,
-        help="Print the version and exit.",
+        help="Print the version and the build (the commit) and exit.",
     ),
 ) -> None:
     """A distributed job queue with fenced leases."""
@@ -96,5 +97,6 @@ app.command("new-token")(new_token_command)
 app.command()(worker)
 # Admin commands (enqueue, jobs, job, requeue, stats) and the demo live in their own modules.
 _admin.register(app)
+_database.register(app)
 app.command()(_demo)
 _conformance.register(app)

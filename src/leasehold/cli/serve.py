@@ -23,7 +23,7 @@ from leasehold.cli.options import declared, option, settings_from, takes
 from leasehold.coordinator.auth_tokens import (
     HashedToken,
     TokenConfigError,
-    load_tokens_file,
+    TokenSource,
     parse_tokens_env,
 )
 from leasehold.coordinator.settings import CoordinatorSettings, StartOptions
@@ -57,8 +57,8 @@ def serve(**given: Any) -> None:
     from leasehold.coordinator.server.run import serve as serve_app
 
     start = settings_from(StartOptions, given)
-    tokens = _configured_tokens(start.tokens_file, os.environ.get("LEASEHOLD_TOKENS"))
-    settings = settings_from(CoordinatorSettings, given, tokens=tokens)
+    source = _token_source(start.tokens_file, os.environ.get("LEASEHOLD_TOKENS"))
+    settings = settings_from(CoordinatorSettings, given, tokens=_load(source))
     _check_proxy_settings(settings)
     instance = settings.instance or f"{socket.gethostname()}:{settings.port}"
     configure_logging(given["log_format"], given["log_level"], {"instance": instance})
@@ -77,7 +77,7 @@ def serve(**given: Any) -> None:
         except StartupError as exc:
             exit_with(exc)
 
-    serve_app(create_app(settings), settings, before_start=open_database)
+    serve_app(create_app(settings), settings, before_start=open_database, tokens=source)
 
 
 def _check_proxy_settings(settings: CoordinatorSettings) -> None:
@@ -92,10 +92,18 @@ def _check_proxy_settings(settings: CoordinatorSettings) -> None:
         ) from None
 
 
-def _configured_tokens(path: Path | None, env: str | None) -> tuple[HashedToken, ...]:
+_TOKENS_HINT = "--tokens-file / LEASEHOLD_TOKENS"
+
+
+def _token_source(path: Path | None, env: str | None) -> TokenSource:
     try:
-        from_file = load_tokens_file(path) if path is not None else []
-        from_env = parse_tokens_env(env) if env is not None else []
+        return TokenSource(path, tuple(parse_tokens_env(env)) if env is not None else ())
     except TokenConfigError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--tokens-file / LEASEHOLD_TOKENS") from None
-    return (*from_file, *from_env)
+        raise typer.BadParameter(str(exc), param_hint=_TOKENS_HINT) from None
+
+
+def _load(source: TokenSource) -> tuple[HashedToken, ...]:
+    try:
+        return source.load()
+    except TokenConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint=_TOKENS_HINT) from None

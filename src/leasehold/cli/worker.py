@@ -86,13 +86,13 @@ def worker(
         _WORKER.grace_seconds,
         envvar="LEASEHOLD_GRACE_SECONDS",
         min=0,
-        help="After the first SIGINT/SIGTERM, how long running jobs get to finish.",
+        help="After the first SIGINT/SIGTERM/SIGHUP, how long running jobs get to finish.",
     ),
     log_format: LogFormat = LOG_FORMAT_OPTION,
     log_level: LogLevel = LOG_LEVEL_OPTION,
 ) -> None:
-    """Run handlers for jobs. The first Ctrl+C or SIGTERM lets running jobs finish and exits
-    0; a second one cancels them and hands their jobs back."""
+    """Run handlers for jobs. The first Ctrl+C, SIGTERM or SIGHUP lets running jobs finish
+    and exits 0; a second one cancels them and hands their jobs back."""
     from leasehold.worker import AppLoadError, run_worker
     from leasehold.worker.loader import load_app
     from leasehold.worker.settings import default_worker_id

@@ -34,6 +34,7 @@ from leasehold.coordinator.dashboard import mount_dashboard
 from leasehold.coordinator.maintenance.reaper import Reaper
 from leasehold.coordinator.maintenance.retention import Pruner, Retention
 from leasehold.coordinator.maintenance.scheduler import Scheduler
+from leasehold.coordinator.maintenance.schema_watch import SchemaWatch
 from leasehold.coordinator.rules.backoff import BackoffPolicy
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.operations import Operations
@@ -95,6 +96,7 @@ def create_app(
     scheduler = Scheduler(
         service, settings.schedule_interval_seconds, settings.schedule_grace_seconds
     )
+    schema_watch = SchemaWatch(store)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -108,6 +110,7 @@ def create_app(
             asyncio.create_task(reaper.run(), name="leasehold-reaper"),
             asyncio.create_task(scheduler.run(), name="leasehold-scheduler"),
             asyncio.create_task(pruner.run(), name="leasehold-pruner"),
+            asyncio.create_task(schema_watch.run(), name="leasehold-schema-watch"),
         ]
         try:
             yield
@@ -157,6 +160,7 @@ def create_app(
     app.state.schedules = Schedules(service)
     app.state.operations = operations
     app.state.pruner = pruner
+    app.state.schema_watch = schema_watch
     mount_dashboard(app)
     mount_docs(app)
     install_openapi(app)

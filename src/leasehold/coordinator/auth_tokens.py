@@ -123,6 +123,21 @@ def parse_tokens_env(value: str, source: str = "LEASEHOLD_TOKENS") -> list[Hashe
     return tokens
 
 
+@dataclass(frozen=True, slots=True)
+class TokenSource:
+    """Where a coordinator's tokens come from: the tokens file, read again on SIGHUP (a
+    rotation without a restart), and ``LEASEHOLD_TOKENS``, read once at start (a running
+    process's environment does not change)."""
+
+    file: Path | None
+    from_env: tuple[HashedToken, ...] = ()
+
+    def load(self) -> tuple[HashedToken, ...]:
+        """Every token, the file read now; ``TokenConfigError`` if it is unusable."""
+        from_file = load_tokens_file(self.file) if self.file is not None else []
+        return (*from_file, *self.from_env)
+
+
 class Authenticator:
     """Tells which roles a presented token carries. With no token configured, access is
     open: every caller has every role (the coordinator then only listens on loopback)."""
@@ -133,6 +148,15 @@ class Authenticator:
     @property
     def open(self) -> bool:
         return not self._tokens
+
+    def replace(self, tokens: Iterable[HashedToken]) -> None:
+        """Check presented tokens against ``tokens`` from now on (requests being checked
+        finish against the old ones). Open access is decided at start: it is never turned
+        on or off here."""
+        new = tuple(tokens)
+        if not new or self.open:
+            raise TokenConfigError("open access is decided at start: a reload cannot change it")
+        self._tokens = new
 
     def roles_of(self, token: str | None) -> frozenset[Role]:
         if self.open:

@@ -19,8 +19,10 @@ from urllib.parse import unquote, urlparse
 
 import structlog
 
+from leasehold.coordinator.store.contract import Store
 from leasehold.coordinator.store.open import open_store, postgres_missing, sqlite_path
-from leasehold.errors import StoreInUse, Unavailable
+from leasehold.coordinator.store.schema import SETTLE_SECONDS, SchemaReport
+from leasehold.errors import SchemaTooNew, StoreInUse, Unavailable
 
 log = structlog.get_logger("leasehold")
 
@@ -29,12 +31,22 @@ EXIT_LISTEN_FAILED: Final = 1  # could not listen on the address (in use, not al
 EXIT_REFUSED: Final = 2  # a bad option, or a configuration refused as unsafe or lossy
 EXIT_STARTUP_FAILED: Final = 3  # the application did not start
 EXIT_DATABASE: Final = 4  # the database could not be opened (or reached in time)
+# The database's schema is newer than this release knows: refused at start, or raised by a
+# newer release's coordinator while this one served (it stops taking work and exits).
+EXIT_SCHEMA: Final = 5
 
 EXIT_CODES_HELP: Final = (
     "Exit codes: 0 stopped cleanly; 1 could not listen on the address; 2 a bad option or a"
     " refused configuration; 3 the application did not start; 4 the database could not be"
-    " opened or reached within --database-wait-seconds."
+    " opened or reached within --database-wait-seconds; 5 the database's schema is newer"
+    " than this release knows (at start, or migrated by a newer release while serving)."
 )
+
+# After raising the schema's floor, how long a coordinator waits at most for the sessions of
+# older coordinators to go (they stop within a second of seeing it; one still there after
+# this is stuck, and its operator must stop it), and how often it looks.
+OLDER_WAIT_SECONDS: Final = 60.0
+OLDER_POLL_SECONDS: Final = 0.25
 
 # Names SQLite keeps no file under: a database in memory, and a temporary one (deleted when
 # it is closed).
@@ -138,19 +150,22 @@ def check_database_url(url: str, *, allow_ephemeral: bool) -> None:
 
 def prepare_database(
     url: str, *, synchronous: str, wait_seconds: float, sleep: Callable[[float], None] = time.sleep
-) -> None:
+) -> SchemaReport:
     """Open the database once (creating and migrating it) and close it again, so that a
-    database that cannot be used fails here with one line. While PostgreSQL cannot be
-    reached (a container starting next to it), try again with backoff for ``wait_seconds``."""
+    database that cannot be used fails here with one line; log its schema
+    (``schema.ready``), and, if this start raised the schema's floor, wait until the
+    coordinators of older releases have stopped. While PostgreSQL cannot be reached (a
+    container starting next to it), try again with backoff for ``wait_seconds``."""
     deadline = time.monotonic() + wait_seconds
     delay = 0.25
     attempt = 1
     while True:
         try:
-            asyncio.run(_open_and_close(url, synchronous))
-            return
+            return asyncio.run(_open_and_close(url, synchronous))
         except StoreInUse as exc:  # another coordinator serves the file: waiting won't help
             raise StartupError(str(exc), EXIT_DATABASE) from None
+        except SchemaTooNew as exc:
+            raise StartupError(str(exc), EXIT_SCHEMA) from None
         except Unavailable as exc:  # PostgreSQL not reachable (yet)
             left = deadline - time.monotonic()
             if left <= 0:
@@ -172,10 +187,40 @@ def prepare_database(
             ) from None
 
 
-async def _open_and_close(url: str, synchronous: str) -> None:
+async def _open_and_close(url: str, synchronous: str) -> SchemaReport:
     store = open_store(url, synchronous=synchronous)
-    await store.open()
-    await store.close()
+    report = await store.open()
+    try:
+        log.info(
+            "schema.ready",
+            database=describe_database(url),
+            version=report.version,
+            applied=list(report.applied),
+            floor=report.floor.version,
+            tokens_from=report.tokens_from,
+        )
+        await _settle(store, report)
+    finally:
+        await store.close()
+    return report
+
+
+async def _settle(store: Store, report: SchemaReport) -> None:
+    """After a floor raised moments ago: give the older coordinators the time to see it,
+    then wait until none of them still holds a session (they stop on seeing it)."""
+    settle = report.settle_seconds(SETTLE_SECONDS)
+    if settle <= 0:
+        return
+    log.info("schema.settling", seconds=round(settle, 2), floor=report.floor.version)
+    await asyncio.sleep(settle)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + OLDER_WAIT_SECONDS
+    while (older := await store.coordinators_below(report.floor.version)) > 0:
+        if loop.time() > deadline:
+            log.error("schema.older_still_connected", sessions=older, floor=report.floor.version)
+            return
+        log.info("schema.waiting_for_older", sessions=older, floor=report.floor.version)
+        await asyncio.sleep(OLDER_POLL_SECONDS)
 
 
 def _cause(exc: BaseException) -> str:

@@ -7,7 +7,9 @@ soon as its handler ends. Renewals (``renewal.Renewer``) and reports (``report.R
 of all running jobs go in batches too, each item fenced by its own token and answered on
 its own.
 
-Stopping: the first SIGINT / SIGTERM (``Worker.stop``) sets an Event. The loops stop
+Stopping: the first SIGINT / SIGTERM / SIGHUP (``Worker.stop``) sets an Event. SIGHUP drains
+as SIGTERM does: a worker has nothing to reload, and the hangup of the terminal it was
+started from should not kill its handlers mid-job (the default action, exit 129). The loops stop
 leasing, let their running handlers finish and report them, and the worker exits 0. If
 handlers are still running ``grace_seconds`` later, or at a second signal
 (``Worker.force``), they are cancelled and their jobs released, and the exit status is
@@ -59,7 +61,7 @@ log = structlog.get_logger("leasehold.worker")
 UNTIL_DEADLINE = RetryPolicy(attempts=None, base_seconds=0.05, max_seconds=1.0)
 # Waits between lease requests while the coordinator cannot be reached.
 UNREACHABLE_BACKOFF = RetryPolicy(attempts=None, base_seconds=0.25, max_seconds=10.0)
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # A job's JSON at the largest the coordinator's default caps allow: a 256 KiB payload and
 # result, and an error of 64 Ki characters, each up to 6 bytes as JSON escapes it.
 JOB_ANSWER_BYTES = 1024 * 1024
@@ -291,7 +293,7 @@ class Worker:
 
 
 async def run_worker(registry: Registry, settings: WorkerSettings) -> int:
-    """Run a worker in this process until SIGINT / SIGTERM; the exit status."""
+    """Run a worker in this process until SIGINT / SIGTERM / SIGHUP; the exit status."""
     worker = Worker(registry, settings)
     # Signal callbacks run in this context: give their log lines the worker's id too.
     structlog.contextvars.bind_contextvars(worker_id=settings.worker_id)

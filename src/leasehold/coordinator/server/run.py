@@ -14,11 +14,18 @@ own ``--trusted-proxies`` (``api/middleware/forwarded.py``).
 On SIGTERM (or Ctrl-C) uvicorn stops accepting connections and waits for requests in
 flight, up to ``GRACE_SECONDS``; we first make long polls answer at once, so that they do
 not hold the stop until they time out; then the lifespan stops the reaper and closes the
-database, and the process exits 0.
+database, and the process exits 0. When a newer release raises the schema's floor above
+what this one knows (``maintenance/schema_watch.py``), it stops the same way at once and
+exits 5 (``EXIT_SCHEMA``).
+
+On SIGHUP the tokens file is read again and its tokens replace those in use (a rotation
+without a restart); a file that cannot be used keeps the tokens in use, and says why.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import signal
 import socket
@@ -32,13 +39,20 @@ import structlog
 import uvicorn
 from fastapi import FastAPI
 
-from leasehold.coordinator.auth_tokens import is_loopback
+from leasehold._version import __version__, build
+from leasehold.coordinator.auth_tokens import (
+    Authenticator,
+    TokenConfigError,
+    TokenSource,
+    is_loopback,
+)
 from leasehold.coordinator.server.connections import ConnectionLimits, guarded_protocol
 from leasehold.coordinator.server.listen import bind
 from leasehold.coordinator.server.resources import DescriptorWatch, raise_open_files_limit
 from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.coordinator.startup import (
     EXIT_REFUSED,
+    EXIT_SCHEMA,
     EXIT_STARTUP_FAILED,
     StartupError,
     describe_database,
@@ -71,6 +85,43 @@ def open_access_problem(settings: CoordinatorSettings) -> str | None:
     )
 
 
+class _Hangups:
+    """SIGHUP: the tokens file read again, on the event loop once it runs (a signal handler
+    interrupts whatever the loop was doing, even a log line being written)."""
+
+    def __init__(self, app: FastAPI, tokens: TokenSource | None) -> None:
+        self._app = app
+        self._tokens = tokens
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending = False
+
+    def received(self, signum: int, frame: FrameType | None) -> None:
+        if self._loop is None:
+            self._pending = True  # still starting: reloaded once the loop runs
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed: the server is stopping
+            self._loop.call_soon_threadsafe(self.reload)
+
+    def serving(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        if self._pending:
+            self._pending = False
+            self.reload()
+
+    def reload(self) -> None:
+        authenticator: Authenticator = self._app.state.authenticator
+        if self._tokens is None or self._tokens.file is None:
+            log.info("auth.reload_skipped", reason="no tokens file to read again")
+            return
+        try:
+            authenticator.replace(self._tokens.load())
+        except TokenConfigError as exc:
+            log.error("auth.reload_failed", error=str(exc), kept="the tokens in use")
+            return
+        counts = {role.value: n for role, n in authenticator.counts().items()}
+        log.info("auth.reloaded", tokens_file=str(self._tokens.file), **counts)
+
+
 class _Server(uvicorn.Server):
     def __init__(
         self,
@@ -78,16 +129,22 @@ class _Server(uvicorn.Server):
         settings: CoordinatorSettings,
         on_stop: Callable[[], None],
         watch: DescriptorWatch,
+        superseded: Callable[[], str | None],
+        hangups: _Hangups,
     ) -> None:
         super().__init__(config)
         self._settings = settings
         self._on_stop = on_stop
         self._watch = watch
+        self._superseded = superseded
+        self._hangups = hangups
+        self.superseded: str | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
             self._say_where()
+            self._hangups.serving(asyncio.get_running_loop())
         # What exists now (modules, the app, the routes) lives as long as the process: out
         # of the collector's sight, a collection no longer walks it. A request that makes
         # many objects (a large JSON body) triggers collections; each walked the whole heap,
@@ -105,11 +162,16 @@ class _Server(uvicorn.Server):
             dashboard=f"{base}/ui/",
             docs=f"{base}/docs",
             database=describe_database(self._settings.database_url),
+            version=__version__,
+            build=build(),
         )
 
     async def on_tick(self, counter: int) -> bool:
         if counter % 10 == 0:  # uvicorn ticks every 0.1 s
             self._watch.check(time.monotonic())
+        self.superseded = self._superseded()
+        if self.superseded is not None:
+            return True  # stop now: no more work under rules this release does not know
         return await super().on_tick(counter)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -127,11 +189,14 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
 
 
 def serve(
-    app: FastAPI, settings: CoordinatorSettings, before_start: Callable[[], None] | None = None
+    app: FastAPI,
+    settings: CoordinatorSettings,
+    before_start: Callable[[], None] | None = None,
+    tokens: TokenSource | None = None,
 ) -> None:
     """Serve ``app`` on the settings' address until SIGTERM or SIGINT. ``before_start``
     runs once the configuration is accepted, before the server starts (e.g. to check the
-    database)."""
+    database); ``tokens`` is read again on SIGHUP."""
     problem = open_access_problem(settings)
     if problem is not None:
         if not settings.allow_open_access:
@@ -156,17 +221,21 @@ def serve(
         lifespan="on",
         timeout_graceful_shutdown=GRACE_SECONDS,
     )
+    hangups = _Hangups(app, tokens)
     server = _Server(
         config,
         settings,
         on_stop=app.state.service.stop_waiting,
         watch=DescriptorWatch(open_files_limit),
+        superseded=lambda: app.state.schema_watch.reason,
+        hangups=hangups,
     )
     try:
         sockets = bind(settings.host, settings.port)  # a port in use: exit 1, as --help says
     except StartupError as exc:
         exit_with(exc)
     previous = {sig: signal.signal(sig, _exit_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, hangups.received)
     try:
         if before_start is not None:
             before_start()  # a stop asked for while it waits for the database exits 0 too
@@ -176,5 +245,8 @@ def serve(
             signal.signal(sig, handler)
         for sock in sockets:
             sock.close()
+    if server.superseded is not None:
+        print(f"leasehold: stopped: {server.superseded}", file=sys.stderr)
+        raise SystemExit(EXIT_SCHEMA)
     if not server.started:
         raise SystemExit(EXIT_STARTUP_FAILED)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from leasehold.coordinator.store.schema import SchemaReport, SchemaState
 from leasehold.errors import IdempotencyConflict, LeaseholdError
 
 if TYPE_CHECKING:
@@ -369,8 +370,23 @@ def scheduled_job(schedule: Schedule, fire_time: datetime) -> NewJob:
 class Store(Protocol):
     """A job database. Every method is one transaction."""
 
-    async def open(self) -> None:
-        """Connect and run pending schema migrations."""
+    async def open(self) -> SchemaReport:
+        """Connect, refuse a schema newer than this release (``SchemaTooNew``), run pending
+        migrations and raise the lease tokens to their floor (DESIGN.md §24, §4)."""
+        ...
+
+    async def schema_inspect(self) -> SchemaState:
+        """The schema against this release's migrations, read on a connection of its own:
+        the store need not be open, and nothing is locked or changed."""
+        ...
+
+    async def schema_state(self) -> SchemaState:
+        """The same, read by an open store (the coordinator's schema watch)."""
+        ...
+
+    async def coordinators_below(self, version: int) -> int:
+        """Database sessions of coordinators that know less than ``version`` (those that
+        must stop before a coordinator that raised the floor to it serves)."""
         ...
 
     async def close(self) -> None: ...

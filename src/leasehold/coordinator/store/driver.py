@@ -36,6 +36,7 @@ from leasehold.coordinator.store.contract import (
     WorkerSeen,
 )
 from leasehold.coordinator.store.migrations import Migration
+from leasehold.coordinator.store.schema import Floor, SchemaRecord
 from leasehold.coordinator.store.tally import Tally
 from leasehold.model import (
     Attempt,
@@ -381,11 +382,27 @@ class Tx(Protocol):
 
     # -- schema ---------------------------------------------------------------------------
 
-    async def migrations_applied(self) -> set[int]:
-        """The versions applied, after making the table that records them if needed."""
+    async def schema_read(self) -> SchemaRecord:
+        """The migrations applied and the floor, as recorded; nothing (and no table made)
+        for a new database."""
+        ...
+
+    async def schema_prepare(self) -> None:
+        """Make the tables that record the schema (migrations applied, the floor)."""
         ...
 
     async def migration_apply(self, migration: Migration) -> None: ...
+
+    async def schema_floor_set(self, floor: Floor) -> None: ...
+
+    async def tokens_raise(self, first: int) -> None:
+        """Make the next lease token at least ``first`` (a sequence above it stays)."""
+        ...
+
+    async def coordinators_below(self, version: int) -> int:
+        """How many database sessions coordinators that know less than ``version`` hold
+        (0 where one coordinator is the database's only user)."""
+        ...
 
 
 Op = Callable[[Tx], Coroutine[Any, Any, T]]
@@ -404,9 +421,14 @@ class Driver(Protocol):
     dialect: str
     """The migrations' folder: ``sqlite`` or ``postgres``."""
 
-    async def open(self, migrate: Op[None]) -> None:
+    async def open(self, migrate: Op[T]) -> T:
         """Connect, and run ``migrate`` in a transaction that holds the database's
-        migration lock (one migrator at a time, even across processes)."""
+        migration lock (one migrator at a time, even across processes); its answer."""
+        ...
+
+    async def inspect(self, op: Op[T]) -> T:
+        """Run a read on a connection of its own, without opening the store: nothing is
+        locked, made or changed (``leasehold migrate status`` on a database in use)."""
         ...
 
     async def close(self) -> None: ...

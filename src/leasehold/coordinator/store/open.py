@@ -33,6 +33,11 @@ def sqlite_path(url: str) -> str:
     return url.removeprefix("sqlite:///")
 
 
+def dialect_of(url: str) -> str:
+    """The migrations' folder for ``url``: ``sqlite`` or ``postgres``."""
+    return "sqlite" if urlparse(url).scheme == "sqlite" else "postgres"
+
+
 def open_store(url: str, *, clock: Clock | None = None, synchronous: str = "FULL") -> Store:
     """A store for ``url``: ``sqlite:///PATH`` or ``postgresql://...``, with the rules it
     applies of its own accord (``rules.graph.RULES``). Not yet opened."""

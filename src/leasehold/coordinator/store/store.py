@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import partial
 from typing import NoReturn
 
-from leasehold.coordinator.store import explain, figures, jobs, leasing, scheduling
+from leasehold.coordinator.store import explain, figures, jobs, leasing, migrate, scheduling
 from leasehold.coordinator.store.contract import (
     AttemptPage,
     DeadFilter,
@@ -37,7 +37,7 @@ from leasehold.coordinator.store.contract import (
 )
 from leasehold.coordinator.store.driver import Driver, Tx, Write
 from leasehold.coordinator.store.explain import Facts
-from leasehold.coordinator.store.migrate import migrate
+from leasehold.coordinator.store.schema import SchemaReport, SchemaState
 from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.model import Attempt, Job, JobStatus, Parent, Schedule, ScheduleSpec
 
@@ -58,8 +58,17 @@ class DriverStore:
         self.driver = driver
         self.rules = rules or _NO_RULES
 
-    async def open(self) -> None:
-        await self.driver.open(partial(migrate, dialect=self.driver.dialect))
+    async def open(self) -> SchemaReport:
+        return await self.driver.open(partial(migrate.open_schema, dialect=self.driver.dialect))
+
+    async def schema_inspect(self) -> SchemaState:
+        return await self.driver.inspect(partial(migrate.read, dialect=self.driver.dialect))
+
+    async def schema_state(self) -> SchemaState:
+        return await self.driver.read(partial(migrate.read, dialect=self.driver.dialect))
+
+    async def coordinators_below(self, version: int) -> int:
+        return await self.driver.read(lambda tx: tx.coordinators_below(version))
 
     async def close(self) -> None:
         await self.driver.close()

@@ -58,3 +58,5 @@ class UnservedOut(BaseModel):
 
 class Health(BaseModel):
     status: str
+    version: str = Field(description="leasehold's release (PEP 440), e.g. 0.2.0")
+    build: str = Field(description="the commit it was built from, or `unknown`")

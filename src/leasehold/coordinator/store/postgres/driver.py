@@ -18,8 +18,11 @@ from typing import Any, Final, TypeVar
 import asyncpg
 import structlog
 
+from leasehold._version import __version__
+from leasehold.coordinator.store import migrate as schema_ops
 from leasehold.coordinator.store.contract import StoreRules
 from leasehold.coordinator.store.driver import Op, Write
+from leasehold.coordinator.store.postgres.schema import session_name
 from leasehold.coordinator.store.postgres.tx import CHANNEL, FINISHED_CHANNEL, PgTx
 from leasehold.coordinator.store.store import DriverStore
 from leasehold.errors import InvalidRequest, LeaseholdError, Unavailable
@@ -90,22 +93,41 @@ class PostgresDriver:
         self._subscribers: list[Callable[[], None]] = []
         self._finish_subscribers: list[Callable[[Sequence[int] | None], None]] = []
         self._listener: asyncio.Task[None] | None = None
+        # Named when opened: what this release knows is read then (a test stands in a
+        # newer release by giving it more migrations).
+        self._session: dict[str, str] = {}
 
-    async def open(self, migrate: Op[None]) -> None:
-        with _translated():
-            self._pool = await asyncpg.create_pool(
-                self._url, min_size=self._min, max_size=self._max, reset=_keep_session
-            )
-            async with self._pool.acquire() as conn, conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-                await self._run(PgTx(conn), migrate)
-        listening: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._listener = asyncio.create_task(self._listen(listening), name="leasehold-listen")
+    async def open(self, migrate: Op[T]) -> T:
+        knows = schema_ops.knows(self.dialect)
+        self._session = {"application_name": session_name(__version__, knows)}
         try:
+            with _translated():
+                self._pool = await asyncpg.create_pool(
+                    self._url,
+                    min_size=self._min,
+                    max_size=self._max,
+                    reset=_keep_session,
+                    server_settings=self._session,
+                )
+                async with self._pool.acquire() as conn, conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+                    migrated = await self._run(PgTx(conn), migrate)
+            listening: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._listener = asyncio.create_task(self._listen(listening), name="leasehold-listen")
             await listening
         except BaseException:
             await self.close()
             raise
+        return migrated
+
+    async def inspect(self, op: Op[T]) -> T:
+        with _translated():
+            conn = await asyncpg.connect(self._url)
+            try:
+                async with conn.transaction(readonly=True):
+                    return await op(PgTx(conn))
+            finally:
+                await conn.close()
 
     async def close(self) -> None:
         if self._listener is not None:
@@ -151,7 +173,7 @@ class PostgresDriver:
             await asyncio.sleep(_RELISTEN_SECONDS)
 
     async def _listen_once(self, listening: asyncio.Future[None]) -> None:
-        conn = await asyncpg.connect(self._url)
+        conn = await asyncpg.connect(self._url, server_settings=self._session)
         try:
             lost = asyncio.Event()
             conn.add_termination_listener(lambda _conn: lost.set())

@@ -29,7 +29,6 @@ from leasehold.coordinator.store.contract import (
     NewJob,
 )
 from leasehold.coordinator.store.driver import Head, Narrow
-from leasehold.coordinator.store.migrations import Migration
 from leasehold.coordinator.store.portable import (
     INSERT_COLUMNS,
     KEY_CONFLICT,
@@ -41,6 +40,7 @@ from leasehold.coordinator.store.portable import (
     schedule_params,
 )
 from leasehold.coordinator.store.postgres import lease_sql as q
+from leasehold.coordinator.store.postgres.schema import PgSchema
 from leasehold.coordinator.store.tally import Tally
 from leasehold.job_fields import Stored
 from leasehold.model import AttemptOutcome, Job, JobStatus, Outcome, Schedule, ScheduleSpec
@@ -194,7 +194,7 @@ def _insert_args(new: NewJob) -> tuple[object, ...]:
     return insert_params(new, json_text(new.payload), new.run_after, new.start_by)
 
 
-class PgTx(PortableTx):
+class PgTx(PgSchema, PortableTx):
     """One transaction's statements on PostgreSQL (``driver.Tx``)."""
 
     concurrent = True  # other coordinators lease from the same database
@@ -510,24 +510,3 @@ class PgTx(PortableTx):
             limit,
         )
         return (rows[0]["now"] if rows else None), [self._schedule(r) for r in rows]
-
-    # -- queues and workers -----------------------------------------------------------------
-
-    # -- schema -----------------------------------------------------------------------------
-
-    async def migrations_applied(self) -> set[int]:
-        await self.conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
-            " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        return {
-            r["version"] for r in await self.conn.fetch("SELECT version FROM schema_migrations")
-        }
-
-    async def migration_apply(self, migration: Migration) -> None:
-        await self.conn.execute(migration.sql)  # no arguments: run as one script
-        await self.conn.execute(
-            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-            migration.version,
-            migration.name,
-        )

@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Any, Final, TypeVar
+from urllib.parse import quote
 
 from leasehold.coordinator.clock import Clock, SystemClock
 from leasehold.coordinator.store.contract import StoreRules
@@ -93,17 +94,36 @@ class SqliteDriver:
 
     # -- the writer thread ----------------------------------------------------------------
 
-    async def open(self, migrate: Op[None]) -> None:
+    async def open(self, migrate: Op[T]) -> T:
         self._hold_the_file()
         self._loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = self._loop.create_future()
+        ready: asyncio.Future[T] = self._loop.create_future()
         self._thread = threading.Thread(
             target=self._run, args=(ready, migrate), name="leasehold-sqlite", daemon=True
         )
         self._thread.start()
-        await ready
+        try:
+            migrated = await ready
+        except BaseException:
+            self._let_go_of_the_file()
+            raise
         if self._path not in ("", ":memory:") and not self._path.startswith("file:"):
             self._readers = Readers(self._path)  # after the writer has migrated the file
+        return migrated
+
+    async def inspect(self, op: Op[T]) -> T:
+        return await asyncio.to_thread(self._inspect, op)
+
+    def _inspect(self, op: Op[T]) -> T:
+        if self._path.startswith("file:"):
+            conn = sqlite3.connect(self._path, uri=True)
+        else:  # read-only: a missing file is an error, not a new database
+            conn = sqlite3.connect(f"file:{quote(self._path)}?mode=ro", uri=True)
+        try:
+            conn.execute("BEGIN")
+            return step(op(SqliteTx(conn, self._clock.now(), TokenCounter())))
+        finally:
+            conn.close()
 
     async def close(self) -> None:
         if self._readers is not None:
@@ -119,23 +139,9 @@ class SqliteDriver:
         return self._path not in ("", ":memory:") and not self._path.startswith("file:")
 
     def _hold_the_file(self) -> None:
-        """One coordinator per file: the writer thread's group commit, the inline commits
-        and the counts all rest on being the file's only writer. An exclusive ``flock``
-        (which SQLite's own POSIX locks do not touch) held while the store is open makes a
-        second coordinator on the same file fail at once, with one line."""
-        if not self._on_disk():
-            return
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise StoreInUse(
-                f"another coordinator is serving {self._path}: one SQLite file has one"
-                " coordinator (several coordinators share a PostgreSQL database)"
-            ) from None
-        self._lock_fd = fd
-        self._inode = os.fstat(fd).st_ino
+        if self._on_disk():
+            self._lock_fd = hold_file(self._path)
+            self._inode = os.fstat(self._lock_fd).st_ino
 
     def _let_go_of_the_file(self) -> None:
         if self._lock_fd is not None:
@@ -149,7 +155,7 @@ class SqliteDriver:
     ) -> None:
         """Nothing to do: this process is the only one writing to the file."""
 
-    def _connect(self, migrate: Op[None]) -> sqlite3.Connection:
+    def _connect(self, migrate: Op[T]) -> tuple[sqlite3.Connection, T]:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
@@ -158,23 +164,24 @@ class SqliteDriver:
         conn.create_function("next_lease_token", 0, self._tokens.next)
         conn.execute("BEGIN IMMEDIATE")  # one migrator at a time, even across processes
         try:
-            self._transact(conn, migrate)
+            migrated = self._transact(conn, migrate)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
+            conn.close()
             raise
-        return conn
+        return conn, migrated
 
-    def _run(self, ready: asyncio.Future[None], migrate: Op[None]) -> None:
+    def _run(self, ready: asyncio.Future[Any], migrate: Op[Any]) -> None:
         loop = self._loop
         assert loop is not None
         try:
-            conn = self._connect(migrate)
+            conn, migrated = self._connect(migrate)
         except Exception as exc:
             loop.call_soon_threadsafe(ready.set_exception, exc)
             return
         self._conn = conn
-        loop.call_soon_threadsafe(ready.set_result, None)
+        loop.call_soon_threadsafe(ready.set_result, migrated)
         stopping = False
         while not stopping:
             first = self._queue.get()
@@ -364,6 +371,25 @@ class SqliteDriver:
         if point and self._inline_open():
             return await self._call(call, small=True)
         return await self._readers.read(call)
+
+
+def hold_file(path: str) -> int:
+    """Take the file's coordinator lock; the descriptor holding it (closing it lets go).
+
+    One coordinator per file: the writer thread's group commit, the inline commits and the
+    counts all rest on being the file's only writer. An exclusive ``flock`` (which SQLite's
+    own POSIX locks do not touch) held while the store is open makes a second coordinator
+    on the same file (or a restore over it) fail at once, with one line."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreInUse(
+            f"another coordinator is serving {path}: one SQLite file has one"
+            " coordinator (several coordinators share a PostgreSQL database)"
+        ) from None
+    return fd
 
 
 def _deliver(answers: list[Answer]) -> None:

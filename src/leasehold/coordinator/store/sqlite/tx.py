@@ -22,7 +22,6 @@ from leasehold.coordinator.store.contract import (
     NewJob,
 )
 from leasehold.coordinator.store.driver import Head, Narrow
-from leasehold.coordinator.store.migrations import Migration
 from leasehold.coordinator.store.portable import (
     COLUMNS,
     GROUPS_WOKEN,
@@ -36,6 +35,7 @@ from leasehold.coordinator.store.portable import (
     schedule_params,
 )
 from leasehold.coordinator.store.sqlite import pick
+from leasehold.coordinator.store.sqlite.schema import SqliteSchema
 from leasehold.coordinator.store.tally import Tally
 from leasehold.job_fields import Stored
 from leasehold.model import AttemptOutcome, Job, JobStatus, Outcome, Schedule, ScheduleSpec
@@ -102,7 +102,7 @@ class TokenCounter:
         return self.last
 
 
-class SqliteTx(PortableTx):
+class SqliteTx(SqliteSchema, PortableTx):
     """One transaction's statements on SQLite (``driver.Tx``)."""
 
     concurrent = False  # the writer thread is the database's only writer
@@ -430,37 +430,3 @@ class SqliteTx(PortableTx):
             limit,
         )
         return self._now, [self._schedule(r) for r in rows]
-
-    # -- queues and workers -----------------------------------------------------------------
-
-    # -- schema -----------------------------------------------------------------------------
-
-    async def migrations_applied(self) -> set[int]:
-        self.conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations"
-            " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-        )
-        return {v for (v,) in self.conn.execute("SELECT version FROM schema_migrations")}
-
-    async def migration_apply(self, migration: Migration) -> None:
-        for statement in _statements(migration.sql):
-            self.conn.execute(statement)
-        self.conn.execute(
-            "INSERT INTO schema_migrations VALUES (?, ?, strftime('%s', 'now'))",
-            (migration.version, migration.name),
-        )
-
-
-def _statements(script: str) -> list[str]:
-    """Split a script into statements the way SQLite's own parser would (triggers hold
-    semicolons of their own)."""
-    statements, pending = [], ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            if pending.strip():
-                statements.append(pending.strip())
-            pending = ""
-    if pending.strip():
-        statements.append(pending.strip())
-    return statements
