@@ -73,6 +73,10 @@ async def test_bad_graphs_are_refused_whole(inproc_api: Api) -> None:
     assert ref_alone.status == 422
     both = await api.post("/jobs", {"kind": "x", "depends_on": [{"id": 1, "ref": "a"}]})
     assert both.status == 422
+    twice = await api.post(
+        "/jobs/batch", {"jobs": [{"ref": "x", "kind": "x"}, {"ref": "x", "kind": "x"}]}
+    )
+    assert (twice.status, twice.body["detail"][0]["loc"]) == (422, ["body", "jobs", 1, "ref"])
     listed = await api.get("/jobs")
     assert listed.body["jobs"] == []
 

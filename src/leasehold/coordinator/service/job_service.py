@@ -176,7 +176,9 @@ class JobService:
             elif too_large := self.oversize("payload", r.payload):
                 raise too_large
         graph = None
-        if spawned_by is not None or any(r.depends_on or r.after or r.unique for r in requests):
+        if spawned_by is not None or any(
+            r.depends_on or r.after or r.unique or r.ref for r in requests
+        ):
             graph = Graph(requests, spawned_by=spawned_by[0] if spawned_by else None)
             new_jobs = graph.jobs
         else:

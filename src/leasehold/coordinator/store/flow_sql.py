@@ -106,10 +106,14 @@ class FlowStatements:
         return [(group, turn) for group, turn in rows]
 
     async def groups_ahead(self, kind: str, group_key: str, now: datetime) -> int:
+        # The jobs without a group take turns as one group, always looked at: it is ahead
+        # only while it has queued jobs.
         rows = await self._all(
             "SELECT count(*) FROM flow_groups AS other WHERE other.kind = ? AND other.active"
             " AND other.blocked_until <= ? AND other.turn < coalesce((SELECT turn FROM"
-            " flow_groups WHERE kind = ? AND group_key = ?), 0)",
+            " flow_groups WHERE kind = ? AND group_key = ?), 0) AND (other.group_key <> ''"
+            " OR EXISTS (SELECT 1 FROM jobs WHERE jobs.kind = other.kind"
+            " AND jobs.status = 'queued' AND jobs.group_key IS NULL))",
             kind,
             now.timestamp(),
             kind,
