@@ -24,7 +24,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import AsyncIterator, Generator, Mapping, MutableMapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +41,9 @@ from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.coordinator.store.contract import Store
 from leasehold.coordinator.store.open import open_store
+
+# Tests of the HTTP layer build their requests with it too.
+from leasehold.testing._transport import http_scope as http_scope
 
 # The same quick timings as the process fixture's `coordinator` (tests/conftest.py).
 QUICK = CoordinatorSettings(
@@ -178,28 +181,10 @@ def quick_settings(**overrides: Any) -> CoordinatorSettings:
 class AsgiAnswer:
     status: int
     body: Any
+    headers: dict[str, str] = field(default_factory=dict)  # names in lower case
 
 
 Headers = list[tuple[bytes, bytes]]
-
-
-def http_scope(method: str, path: str, headers: Headers, query: bytes = b"") -> dict[str, Any]:
-    """The ASGI scope of one HTTP/1.1 request from a loopback client, as a server makes it."""
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query,
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-        "root_path": "",
-        "state": {},
-    }
 
 
 class AsgiApi:
@@ -225,6 +210,7 @@ class AsgiApi:
         delivered = False
         status = 0
         chunks: list[bytes] = []
+        answered: dict[str, str] = {}
 
         async def receive() -> MutableMapping[str, Any]:
             nonlocal delivered
@@ -237,6 +223,8 @@ class AsgiApi:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                for name, value in message.get("headers", ()):
+                    answered[name.decode("latin-1").lower()] = value.decode("latin-1")
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
@@ -246,7 +234,7 @@ class AsgiApi:
             parsed = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
             parsed = raw  # not JSON (a dashboard file, say): as sent
-        return AsgiAnswer(status, parsed)
+        return AsgiAnswer(status, parsed, answered)
 
     async def post(
         self,

@@ -36,6 +36,7 @@ from leasehold.coordinator.maintenance.scheduler import Scheduler
 from leasehold.coordinator.rules.backoff import BackoffPolicy
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.operations import Operations
+from leasehold.coordinator.service.presence import Presence
 from leasehold.coordinator.service.schedules import Schedules
 from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.coordinator.store.contract import Store
@@ -148,6 +149,7 @@ def create_app(
     app.state.schedules = Schedules(service)
     app.state.operations = operations
     app.state.pruner = pruner
+    app.state.presence = Presence(store, settings.max_workers)
     mount_dashboard(app)
     mount_docs(app)
     install_openapi(app)

@@ -12,6 +12,7 @@ from leasehold.coordinator.api.encode import (
     job_json,
     reply_json,
     summary_wire,
+    with_unserved,
 )
 from leasehold.coordinator.api.routes.shared import (
     FOR_ADMINS,
@@ -22,6 +23,7 @@ from leasehold.coordinator.api.routes.shared import (
     cursor_of,
     errors,
     parse_job_id,
+    presence_of,
     reply,
     service_of,
 )
@@ -37,6 +39,7 @@ from leasehold.coordinator.api.schemas.jobs import (
     JobPage,
     RequeueCount,
 )
+from leasehold.coordinator.service.presence import unserved_pairs
 from leasehold.coordinator.store.contract import AttemptPage, DeadFilter, JobFilter
 from leasehold.errors import (
     IdempotencyConflict,
@@ -66,9 +69,11 @@ async def enqueue(
                 "the Idempotency-Key header and the body carry different keys"
             )
         key = idempotency_key
+    served = await presence_of(request).served()  # before the commit: it may not fail after
     inserted = await service_of(request).enqueue(body.spec(key))
     tag_jobs([inserted.job.id])
-    return reply_json(job_json(inserted.job), 201 if inserted.created else 200)
+    answer = reply_json(job_json(inserted.job), 201 if inserted.created else 200)
+    return with_unserved(answer, unserved_pairs(served, [inserted.job]))
 
 
 @router.post(
@@ -79,10 +84,14 @@ async def enqueue(
 )
 async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response:
     """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none."""
+    served = await presence_of(request).served()
     inserted = await service_of(request).enqueue_many(
         [j.spec(j.idempotency_key) for j in body.jobs]
     )
-    return reply_json({"jobs": [{"job": job_json(i.job), "created": i.created} for i in inserted]})
+    answer = reply_json(
+        {"jobs": [{"job": job_json(i.job), "created": i.created} for i in inserted]}
+    )
+    return with_unserved(answer, unserved_pairs(served, [i.job for i in inserted]))
 
 
 @router.get("/jobs", response_model=JobPage, responses=errors(), dependencies=FOR_READERS)
