@@ -21,6 +21,8 @@ The rules (DESIGN.md, "The shape of the code"):
   rules to the store; the rules do no I/O (they see the store only through the plain data
   of its contract); the store imports nothing of the rules or the service (a rule is
   handed to it as a function), and its drivers nothing of each other;
+- the test mode (``testing``) puts a coordinator and the client side together in one
+  process, as the command line does: it may import both, and nothing imports it;
 - the command line may import anything.
 """
 
@@ -43,6 +45,11 @@ ALLOWED: dict[str, set[str]] = {
     "worker": KERNEL | {"client"},
     "tasks": KERNEL | {"client", "worker"},
     "conformance": KERNEL | {"client", "worker"},
+    # The test mode: a coordinator (the app, its clock and store, the maintenance passes it
+    # runs when the test moves time) and the client side, joined in one process.
+    "testing": KERNEL
+    | CLIENT_SIDE
+    | {C + "app", C + "clock", C + "settings", C + "store.open", C + "maintenance"},
     C + "clock": set(),
     C + "dashboard": set(),
     C + "auth_tokens": set(),

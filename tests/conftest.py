@@ -24,7 +24,12 @@ from tests.process import Coordinator
 # Modules that start no process: the rules, the stores, and the app served in the test
 # process. With the tests that use the in-process coordinator, they are `make check`.
 IN_PROCESS_DIRS = ("tests/unit/", "tests/contract/")
-IN_PROCESS_MODULES = ("test_state_machine.py", "test_reaper_race.py", "test_pipeline.py")
+IN_PROCESS_MODULES = (
+    "test_state_machine.py",
+    "test_reaper_race.py",
+    "test_pipeline.py",
+    "test_testing_mode.py",
+)
 IN_PROCESS_FIXTURES = {"inproc", "start_inproc"}
 
 BACKENDS = ["sqlite"]

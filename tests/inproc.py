@@ -42,6 +42,10 @@ from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.coordinator.store.contract import Store
 from leasehold.coordinator.store.open import open_store
 
+# Tests of the HTTP layer build their requests with it too.
+from leasehold.testing._transport import LOOPBACK_CLIENT as LOOPBACK_CLIENT
+from leasehold.testing._transport import http_scope as http_scope
+
 # The same quick timings as the process fixture's `coordinator` (tests/conftest.py).
 QUICK = CoordinatorSettings(
     retry_base_seconds=0.05,
@@ -181,39 +185,10 @@ def quick_settings(**overrides: Any) -> CoordinatorSettings:
 class AsgiAnswer:
     status: int
     body: Any
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # names in lower case
 
 
 Headers = list[tuple[bytes, bytes]]
-
-
-LOOPBACK_CLIENT = ("127.0.0.1", 1)
-
-
-def http_scope(
-    method: str,
-    path: str,
-    headers: Headers,
-    query: bytes = b"",
-    client: tuple[str, int] = LOOPBACK_CLIENT,
-) -> dict[str, Any]:
-    """The ASGI scope of one HTTP/1.1 request from ``client`` (a loopback one by default),
-    as a server makes it."""
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query,
-        "headers": headers,
-        "client": client,
-        "server": ("127.0.0.1", 80),
-        "root_path": "",
-        "state": {},
-    }
 
 
 class AsgiApi:
@@ -254,7 +229,8 @@ class AsgiApi:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                answered.update((k.decode(), v.decode()) for k, v in message.get("headers", ()))
+                for name, value in message.get("headers", ()):
+                    answered[name.decode("latin-1").lower()] = value.decode("latin-1")
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 

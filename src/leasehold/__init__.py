@@ -13,7 +13,7 @@ from leasehold._lazy import exports
 
 if TYPE_CHECKING:
     from leasehold._version import __version__
-    from leasehold.client import Client, SyncClient
+    from leasehold.client import Client, SyncClient, UnservedWarning
     from leasehold.errors import (
         Conflict,
         IdempotencyConflict,
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 _HOMES: dict[str, str] = {
     "Client": "leasehold.client",
     "SyncClient": "leasehold.client",
+    "UnservedWarning": "leasehold.client",
     "Conflict": "leasehold.errors",
     "IdempotencyConflict": "leasehold.errors",
     "InvalidRequest": "leasehold.errors",
@@ -85,6 +86,7 @@ __all__ = [
     "Task",
     "TaskOptions",
     "TaskTimeout",
+    "UnservedWarning",
     "WorkerContext",
     "__version__",
     "current_context",

@@ -304,6 +304,14 @@ DEFAULT_TIMEZONE = "UTC"
 DEFAULT_CATCH_UP = CatchUp.SKIP
 
 
+UNSERVED_HEADER = "Leasehold-Unserved"
+"""On an enqueue's answer: the due jobs' (queue, kind) pairs no live worker serves, as a
+JSON array of ``{"queue", "kind"}`` objects (ASCII: other characters escaped)."""
+
+SCHEDULE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+"""A schedule's name: checked by the coordinator, and where code declares one."""
+
+
 @dataclass(frozen=True, slots=True)
 class ScheduleSpec:
     """A schedule as an operator sets it (PUT /schedules/{name})."""

@@ -30,7 +30,12 @@ def test_version_has_one_home() -> None:
 
 def test_the_distribution_keeps_the_import_name_and_the_command() -> None:
     dist = metadata.distribution(DISTRIBUTION)
-    assert [e.value for e in dist.entry_points if e.name == "leasehold"] == ["leasehold.cli:main"]
+    named = {(e.group, e.value) for e in dist.entry_points if e.name == "leasehold"}
+    # The command, and the test mode's pytest plugin (its fixtures for every project).
+    assert named == {
+        ("console_scripts", "leasehold.cli:main"),
+        ("pytest11", "leasehold.testing.plugin"),
+    }
     assert dist.metadata["Provides-Extra"] is not None
     assert {"postgres", "otel"} <= set(dist.metadata.get_all("Provides-Extra") or [])
     assert not any(r.startswith("asyncpg") for r in dist.requires or [] if "extra" not in r)
@@ -44,3 +49,9 @@ def test_a_postgres_url_without_asyncpg_says_which_extra_to_install(
         open_store("postgresql://u:p@localhost/db")
     assert str(refused.value) == MISSING_POSTGRES
     assert "\n" not in MISSING_POSTGRES
+
+
+def test_pytest_finds_the_test_modes_plugin_by_its_entry_point(pytestconfig: pytest.Config) -> None:
+    """This session loaded it as any project's would, with nothing in its configuration."""
+    plugin = pytestconfig.pluginmanager.get_plugin("leasehold")
+    assert plugin is not None and plugin.__name__ == "leasehold.testing.plugin"

@@ -69,6 +69,36 @@ def test_the_typed_task_example_runs_as_printed(coordinator: Coordinator, tmp_pa
     assert worker.returncode == 0
 
 
+def test_the_test_mode_examples_pass_as_printed(tmp_path: Path) -> None:
+    """The typed-task example and billing.py, tested in the test mode as README prints it:
+    pytest with leasehold's plugin, no coordinator running anywhere."""
+    for name in ("tasks.py", "billing.py", "test_tasks.py", "test_billing.py"):
+        (tmp_path / name).write_text(block(f"# {name}"))
+    command = "python -m pytest -q -p no:cacheprovider test_tasks.py test_billing.py"
+    assert f"$ {command}\n" in README
+    run = subprocess.run(
+        ["bash", "-c", command],
+        cwd=tmp_path,
+        # Nothing listens at that URL: nothing is needed. Only leasehold's plugin is loaded
+        # (the test tools' own take seconds to import); test_packaging.py checks that pytest
+        # finds it by its entry point.
+        env={
+            **activated("http://127.0.0.1:9"),
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "PYTEST_PLUGINS": "leasehold.testing.plugin",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    dots, summary = console(command).splitlines()
+    lines = run.stdout.splitlines()
+    assert lines[0] == dots, run.stdout
+    assert re.fullmatch(r"3 passed in [\d.]+s", lines[-1]), run.stdout
+    assert re.fullmatch(r"3 passed in [\d.]+s", summary)
+
+
 def test_the_set_up_commands_are_what_make_runs() -> None:
     assert "make run     # creates .venv" in README and "make run PORT=8081" in README
     dry = subprocess.run(

@@ -312,3 +312,23 @@ def test_a_bad_app_is_refused_with_a_clear_message(spec: str, message: str) -> N
     result = CliRunner().invoke(cli.app, ["worker", spec, "--url", "http://127.0.0.1:1"])
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())  # rich wraps long lines
+
+
+def test_processes_share_the_work_and_stop_when_their_supervisor_is_killed(
+    coordinator: Coordinator, client: SyncClient, ledger: Ledger, start_worker: StartWorker
+) -> None:
+    """``--processes 2``: two workers (ids w-1, w-2), each its own process, run the jobs;
+    killed outright, the supervisor cannot pass a signal on, and its children stop by
+    themselves rather than run on unseen."""
+    supervisor = start_worker("--processes", "2", name="w")
+    poll(lambda: len(client.workers()) == 2, what="two worker processes")
+    workers = {w["worker_id"]: w["pid"] for w in client.workers()}
+    assert sorted(workers) == ["w-1", "w-2"] and len(set(workers.values())) == 2
+    assert supervisor.proc.pid not in workers.values()
+    ids = enqueue_many(coordinator.url, 40, "work", {"sleep": 0.05})
+    poll(lambda: len(ledger.entries("ok")) >= 40, what="40 runs")
+    assert {e.pid for e in ledger.entries("ok")} <= set(workers.values())
+    assert len(ids) == 40
+    supervisor.proc.kill()
+    poll(lambda: len(supervisor.events("worker.stopped")) == 2, what="both children to stop")
+    assert {e["worker_id"] for e in supervisor.events("worker.supervisor_gone")} == {"w-1", "w-2"}

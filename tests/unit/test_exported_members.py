@@ -1,5 +1,7 @@
 """The public Python surface is what these packages export, and nothing else: the only
-compatibility promise for imports (internal modules move freely)."""
+compatibility promise for imports (internal modules move freely). The pytest fixtures of
+``leasehold.testing.plugin`` (``leasehold_coordinator``, ``leasehold_registry``) are
+public by their names too."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ PUBLIC = {
         "Task",
         "TaskOptions",
         "TaskTimeout",
+        "UnservedWarning",
         "WorkerContext",
         "__version__",
         "current_context",
@@ -53,6 +56,7 @@ PUBLIC = {
         "RenewItem",
         "RetryPolicy",
         "SyncClient",
+        "UnservedWarning",
         "error_from_answer",
         "parse_job",
     ],
@@ -68,10 +72,15 @@ PUBLIC = {
         "WorkerSettings",
         "current_context",
         "current_job",
+        "exponential",
+        "fixed",
         "run_worker",
     ],
-    "leasehold.tasks": ["Task", "TaskOptions", "TaskTimeout", "task"],
+    "leasehold.tasks": ["Task", "TaskOptions", "TaskTimeout", "exponential", "fixed", "task"],
     "leasehold.conformance": ["Result", "run_vectors"],
+    # The test mode: an in-process coordinator on a fake clock, and its pytest fixture
+    # (leasehold.testing.plugin, loaded by the pytest11 entry point, exports no names).
+    "leasehold.testing": ["AsyncTestCoordinator", "Drained", "TestCoordinator"],
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,9 @@ from leasehold.worker.settings import WorkerSettings
 
 # The worker's defaults, whose one home is WorkerSettings: `worker` shows them.
 _WORKER = WorkerSettings(worker_id="")
+MAX_PROCESSES = 256
+# Set by the supervisor (--processes, --reload) in its children's environment.
+SUPERVISOR_PID = "LEASEHOLD_SUPERVISOR_PID"
 
 
 def worker(
@@ -88,11 +92,40 @@ def worker(
         min=0,
         help="After the first SIGINT/SIGTERM/SIGHUP, how long running jobs get to finish.",
     ),
+    processes: int = typer.Option(
+        1,
+        envvar="LEASEHOLD_PROCESSES",
+        min=1,
+        max=MAX_PROCESSES,
+        help="Worker processes, each with --concurrency slots (for CPU-bound handlers).",
+    ),
+    reload: bool = typer.Option(
+        False,
+        "--reload",
+        envvar="LEASEHOLD_RELOAD",
+        help="Development: restart the worker when a .py file under the current directory changes.",
+    ),
     log_format: LogFormat = LOG_FORMAT_OPTION,
     log_level: LogLevel = LOG_LEVEL_OPTION,
 ) -> None:
     """Run handlers for jobs. The first Ctrl+C, SIGTERM or SIGHUP lets running jobs finish
     and exits 0; a second one cancels them and hands their jobs back."""
+    resolved = resolve_token(token, token_file)
+    if processes > 1 or reload:
+        configure_logging(log_format, log_level)
+        given = {
+            "LEASEHOLD_URL": url,
+            "LEASEHOLD_CONCURRENCY": str(concurrency),
+            "LEASEHOLD_KINDS": kinds,
+            "LEASEHOLD_QUEUES": queues,
+            "LEASEHOLD_LEASE_SECONDS": None if lease_seconds is None else repr(lease_seconds),
+            "LEASEHOLD_TOKEN": resolved,
+            "LEASEHOLD_WAIT_SECONDS": repr(wait_seconds),
+            "LEASEHOLD_GRACE_SECONDS": repr(grace_seconds),
+            "LEASEHOLD_LOG_FORMAT": str(log_format),
+            "LEASEHOLD_LOG_LEVEL": str(log_level),
+        }
+        raise typer.Exit(_supervise(app_spec, processes, reload, worker_id, given))
     from leasehold.worker import AppLoadError, run_worker
     from leasehold.worker.loader import load_app
     from leasehold.worker.settings import default_worker_id
@@ -103,21 +136,52 @@ def worker(
         if exc.traceback is not None:  # a bug in APP's module: where it is, as Python says
             sys.stderr.write(exc.traceback)
         raise typer.BadParameter(str(exc), param_hint="APP") from exc
+    supervisor_pid = os.environ.get(SUPERVISOR_PID)
     settings = WorkerSettings(
         url=url,
         concurrency=concurrency,
         kinds=_names(kinds),
         queues=_names(queues),
         lease_seconds=lease_seconds,
-        token=resolve_token(token, token_file),
+        token=resolved,
         wait_seconds=wait_seconds,
         grace_seconds=grace_seconds,
         worker_id=worker_id or default_worker_id(),
+        parent_pid=int(supervisor_pid) if supervisor_pid else None,
     )
     configure_logging(log_format, log_level)
     with asyncio.Runner(loop_factory=_fast_loop()) as runner:
         code = runner.run(run_worker(registry, settings))
     raise typer.Exit(code)
+
+
+def _supervise(
+    app_spec: str,
+    processes: int,
+    reload: bool,
+    worker_id: str | None,
+    given: dict[str, str | None],
+) -> int:
+    """Run the workers as children (``cli/supervise.py``); the exit status. Child ``n`` of
+    several is ``ID-n`` when an id was given, HOST-PID (its own) otherwise."""
+    from leasehold.cli.supervise import Supervisor, child_command
+
+    def environment(n: int) -> dict[str, str]:
+        named = worker_id and (f"{worker_id}-{n}" if processes > 1 else worker_id)
+        return child_environment({**given, "LEASEHOLD_WORKER_ID": named or None})
+
+    watch = Path.cwd() if reload else None
+    return Supervisor(child_command(app_spec), environment, processes, watch).run()
+
+
+def child_environment(given: dict[str, str | None]) -> dict[str, str]:
+    """A supervised child's environment: this one, with the options as this command
+    resolved them (None: unset, the default) and the supervisor's process id."""
+    env = {k: v for k, v in os.environ.items() if k not in given and k != "LEASEHOLD_TOKEN_FILE"}
+    env |= {k: v for k, v in given.items() if v is not None}
+    env |= {"LEASEHOLD_PROCESSES": "1", "LEASEHOLD_RELOAD": "false"}
+    env[SUPERVISOR_PID] = str(os.getpid())
+    return env
 
 
 def _fast_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -16,6 +16,9 @@ idempotent: a worker's renew / complete / fail / release repeats under the same 
 answered as the first was, reads change nothing, and an enqueue always carries an
 idempotency key (see ``Client.enqueue``).
 
+An enqueue of a job that no live worker serves (its kind misspelt, or no worker started)
+succeeds and warns (``UnservedWarning``), when the coordinator says so.
+
 Batches (``enqueue_many``, ``lease(..., max_jobs=N)``, ``renew_many``, ``complete_many``,
 ``fail_many``) send up to 1,000 items in one request; reports are answered item by item
 (``ItemResult``), so one stale token never fails the others.
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from leasehold.client._parse import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
     from leasehold.client._retry import NO_RETRY, RetryPolicy
     from leasehold.client._sync import SyncClient
+    from leasehold.client._unserved import UnservedWarning
 
 __all__ = [
     "DEFAULT_URL",
@@ -61,6 +65,7 @@ __all__ = [
     "RenewItem",
     "RetryPolicy",
     "SyncClient",
+    "UnservedWarning",
     "error_from_answer",
     "parse_job",
 ]
@@ -81,6 +86,7 @@ _HOMES: dict[str, str] = {
     "error_from_answer": "leasehold.client._parse",
     "parse_job": "leasehold.client._parse",
     "SyncClient": "leasehold.client._sync",
+    "UnservedWarning": "leasehold.client._unserved",
     "NO_RETRY": "leasehold.client._retry",
     "RetryPolicy": "leasehold.client._retry",
 }

@@ -71,6 +71,16 @@ class Client:
         self._rng = rng or random.Random()
 
     @classmethod
+    def _over(cls, transport: Transport, retry: RetryPolicy | None = None) -> Client:
+        """A client whose requests go through ``transport`` rather than a connection pool
+        of its own: ``leasehold.testing`` hands requests to an in-process coordinator."""
+        client = cls.__new__(cls)
+        client._transport = transport
+        client.retry = retry or RetryPolicy()
+        client._rng = random.Random()
+        return client
+
+    @classmethod
     def from_env(cls, **options: Any) -> Client:
         """A client for ``$LEASEHOLD_URL`` with ``$LEASEHOLD_TOKEN``, if they are set."""
         url = os.environ.get("LEASEHOLD_URL", DEFAULT_URL)

@@ -31,6 +31,13 @@ def _blocking(
     return call
 
 
+def _on_thread_of(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
 class SyncClient:
     """A blocking client for scripts: ``Client`` run on a private event-loop thread.
 
@@ -49,7 +56,19 @@ class SyncClient:
         max_read_bytes: int | None = None,
     ) -> None:
         self._options = (url, token, retry, timeout_seconds, max_read_bytes)
+        self._owns_loop = True
         self._start()
+
+    @classmethod
+    def _on_loop(cls, client: Client, loop: asyncio.AbstractEventLoop) -> SyncClient:
+        """A SyncClient whose calls run ``client``'s on ``loop``, a loop that another owner
+        runs on a thread of its own (``leasehold.testing``'s in-process coordinator).
+        ``close`` leaves the loop to that owner; no fork-safety (a test's client)."""
+        view = cls.__new__(cls)
+        view._client, view._loop, view._owns_loop = client, loop, False
+        view._thread = None
+        view._pid = os.getpid()
+        return view
 
     def _start(self) -> None:
         url, token, retry, timeout_seconds, max_read_bytes = self._options
@@ -61,7 +80,7 @@ class SyncClient:
             max_read_bytes=max_read_bytes,
         )
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
+        self._thread: threading.Thread | None = threading.Thread(
             target=self._loop.run_forever, name="leasehold-client", daemon=True
         )
         self._thread.start()
@@ -72,7 +91,7 @@ class SyncClient:
         not survive the fork (only the forking thread does), so every call would wait
         forever: the child starts a loop, a thread and connections of its own instead.
         The parent's are left alone; they still serve the parent."""
-        if self._pid == os.getpid():
+        if self._pid == os.getpid() or not self._owns_loop:
             return False
         self._start()
         return True
@@ -84,6 +103,12 @@ class SyncClient:
         return cls(url, token=os.environ.get("LEASEHOLD_TOKEN"))
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if not self._owns_loop and _on_thread_of(self._loop):
+            coroutine.close()
+            raise RuntimeError(
+                "a SyncClient call from code running on its own event loop would wait"
+                " forever: use an async Client there (in an async def handler, say)"
+            )
         future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         try:
             return future.result()
@@ -97,9 +122,12 @@ class SyncClient:
     def close(self) -> None:
         if self._pid != os.getpid() or self._loop.is_closed():  # the parent's to close
             return
+        if not self._owns_loop:
+            return  # the client and the loop are the owner's to close
         self._run(self._client.close())
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         self._loop.close()
 
     def __enter__(self) -> SyncClient:

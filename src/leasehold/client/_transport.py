@@ -20,6 +20,7 @@ import orjson
 
 from leasehold._version import __version__
 from leasehold.client._parse import error_from_answer
+from leasehold.client._unserved import UNSERVED_HEADER, warn_unserved
 from leasehold.errors import Unavailable
 
 MAX_READ_BYTES: Final = 64 * 1024 * 1024
@@ -111,11 +112,13 @@ class Transport:
                         " bytes this client reads"
                     )
                 content_type = answer.content_type
+                unserved = answer.headers.get(UNSERVED_HEADER)
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             # ValueError: a Content-Length aiohttp cannot read.
             raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         if status >= 400:
             raise error_from_answer(status, raw or b"")
+        warn_unserved(unserved)
         if not raw:
             return None
         try:

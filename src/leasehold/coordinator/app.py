@@ -38,6 +38,7 @@ from leasehold.coordinator.maintenance.schema_watch import SchemaWatch
 from leasehold.coordinator.rules.backoff import BackoffPolicy
 from leasehold.coordinator.service.job_service import JobService
 from leasehold.coordinator.service.operations import Operations
+from leasehold.coordinator.service.presence import Presence
 from leasehold.coordinator.service.schedules import Schedules
 from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.coordinator.store.contract import Store
@@ -161,6 +162,7 @@ def create_app(
     app.state.operations = operations
     app.state.pruner = pruner
     app.state.schema_watch = schema_watch
+    app.state.presence = Presence(store, settings.max_workers)
     mount_dashboard(app)
     mount_docs(app)
     install_openapi(app)

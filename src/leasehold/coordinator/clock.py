@@ -34,3 +34,8 @@ class FakeClock:
     def advance(self, seconds: float) -> datetime:
         self._now += timedelta(seconds=seconds)
         return self._now
+
+    def set(self, when: datetime) -> datetime:
+        """Jump to ``when`` (an aware datetime), to the microsecond."""
+        self._now = when.astimezone(self._now.tzinfo)
+        return self._now

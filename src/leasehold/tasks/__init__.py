@@ -11,6 +11,11 @@
     message_id = handle.result(timeout=10)          # (await ... with an async client)
     send_email.options(queue="urgent", priority=10).enqueue(sync_client, ...)
 
+A retry policy goes with the declaration: ``@task(retry_on=(TimeoutError,),
+fail_on=(CardDeclined,), backoff=exponential(base=2, max=600))`` retries timeouts only,
+fails a declined card for good at once, and asks for its own delays (see
+``leasehold.worker.retries``).
+
 ``enqueue`` takes the function's own parameters (``ParamSpec``), so a type checker refuses
 a wrong argument at the call site; at run time Pydantic checks them against the signature
 before anything is sent. The worker (``registry.register(send_email)``) validates the
@@ -36,9 +41,17 @@ from leasehold.tasks.handles import AsyncHandle, Handle
 from leasehold.tasks.payload import PayloadError, PayloadSchema, result_adapter
 from leasehold.worker.errors import PermanentFailure
 from leasehold.worker.job import LeasedJob
+from leasehold.worker.retries import (
+    DEFAULT_RULES,
+    Backoff,
+    ExceptionTypes,
+    RetryRules,
+    exponential,
+    fixed,
+)
 from leasehold.worker.threads import in_daemon_thread
 
-__all__ = ["Task", "TaskOptions", "TaskTimeout", "task"]
+__all__ = ["Task", "TaskOptions", "TaskTimeout", "exponential", "fixed", "task"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -75,6 +88,7 @@ class Task(Generic[P, R]):
         kind: str,
         options: TaskOptions,
         key: Callable[..., str] | None = None,
+        retry: RetryRules = DEFAULT_RULES,
     ) -> None:
         if not kind or not kind.strip():
             raise ValueError(f"a job kind is a non-empty string, not {kind!r}")
@@ -82,6 +96,7 @@ class Task(Generic[P, R]):
         self.kind = kind
         self.defaults = options
         self.key = key
+        self.retry = retry  # applied by the worker that runs its jobs (registry.register)
         self.schema = PayloadSchema(fn)
         self._result = result_adapter(fn)
         self.__doc__ = fn.__doc__
@@ -201,8 +216,14 @@ class Task(Generic[P, R]):
 class _Declare:
     """What ``task(...)`` answers: the decorator, keeping the function's types."""
 
-    def __init__(self, kind: str | None, options: TaskOptions, key: Callable[..., str] | None):
-        self.kind, self.options, self.key = kind, options, key
+    def __init__(
+        self,
+        kind: str | None,
+        options: TaskOptions,
+        key: Callable[..., str] | None,
+        retry: RetryRules,
+    ):
+        self.kind, self.options, self.key, self.retry = kind, options, key, retry
 
     @overload
     def __call__(self, fn: Callable[P, Awaitable[R]]) -> Task[P, R]: ...
@@ -212,7 +233,7 @@ class _Declare:
 
     def __call__(self, fn: Callable[P, Any]) -> Task[P, Any]:
         kind = self.kind or str(getattr(fn, "__name__", ""))
-        return Task(fn, kind, self.options, self.key)
+        return Task(fn, kind, self.options, self.key, self.retry)
 
 
 def task(
@@ -223,12 +244,23 @@ def task(
     max_attempts: int | None = None,
     timeout: float | None = None,
     idempotency_key: Callable[..., str] | None = None,
+    retry_on: ExceptionTypes | None = None,
+    fail_on: ExceptionTypes | None = None,
+    backoff: Backoff | None = None,
 ) -> _Declare:
     """Declare a typed task (see the module's docstring). ``kind`` defaults to the
     function's name; ``idempotency_key`` is called with the enqueue's arguments, all by
     name and defaults included, and answers the job's key (the same arguments, the same
-    job)."""
+    job).
+
+    The retry policy, applied by the worker: ``retry_on`` (exception types) retries only
+    those, anything else fails the job for good; ``fail_on`` fails those for good whatever
+    ``retry_on`` says; ``backoff`` is the delay before each retry, a function of the
+    failed attempt's number (``exponential(...)``, ``fixed(...)`` or your own). Without
+    them every exception is retried after the coordinator's backoff. ``max_attempts``
+    still bounds the tries, and ``Retry`` / ``PermanentFailure`` raised by the function
+    say it for one failure."""
     options = TaskOptions(
         queue=queue, priority=priority, max_attempts=max_attempts, timeout=timeout
     )
-    return _Declare(kind, options, idempotency_key)
+    return _Declare(kind, options, idempotency_key, RetryRules.of(retry_on, fail_on, backoff))

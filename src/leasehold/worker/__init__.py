@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from leasehold.worker.job import LeasedJob
     from leasehold.worker.lease_loop import Worker, run_worker
     from leasehold.worker.registry import Handler, Registry
+    from leasehold.worker.retries import exponential, fixed
     from leasehold.worker.settings import WorkerSettings
 
 _HOMES: dict[str, str] = {
@@ -30,6 +31,8 @@ _HOMES: dict[str, str] = {
     "run_worker": "leasehold.worker.lease_loop",
     "Handler": "leasehold.worker.registry",
     "Registry": "leasehold.worker.registry",
+    "exponential": "leasehold.worker.retries",
+    "fixed": "leasehold.worker.retries",
     "WorkerSettings": "leasehold.worker.settings",
 }
 
@@ -45,6 +48,8 @@ __all__ = [
     "WorkerSettings",
     "current_context",
     "current_job",
+    "exponential",
+    "fixed",
     "run_worker",
 ]
 

@@ -16,6 +16,7 @@ from leasehold.worker.errors import PermanentFailure, Retry
 from leasehold.worker.job import LeasedJob
 from leasehold.worker.registry import Handler
 from leasehold.worker.renewal import LeaseKeeper
+from leasehold.worker.retries import DEFAULT_RULES, RetryRules
 from leasehold.worker.threads import in_daemon_thread
 from leasehold.worker.waiting import Flag, cancel_and_wait
 
@@ -66,6 +67,7 @@ async def execute(
     keeper: LeaseKeeper,
     forced: Flag,
     timeout_seconds: float | None = None,
+    rules: RetryRules = DEFAULT_RULES,
 ) -> Outcome:
     """Run the handler until it ends, its lease is lost, its time limit passes or a forced
     stop; what it came to.
@@ -73,7 +75,8 @@ async def execute(
     On a lost lease, a cancelled job, a time limit or a forced stop the handler is
     cancelled (a thread cannot be, and runs on with its result dropped). A result that
     arrives after the lease ran out is dropped too: another worker may hold the job by then.
-    A time limit fails the attempt, retryable, with a ``timeout`` error.
+    A time limit fails the attempt with a ``timeout`` error, retried as a ``TimeoutError``
+    would be under the kind's ``rules``.
     """
     loop = asyncio.get_running_loop()
     task = loop.create_task(call_handler(handler, job), name=f"leasehold-job-{job.id}")
@@ -99,7 +102,10 @@ async def execute(
         if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):
             log.warning("job.cancel_ignored", waited_seconds=CANCEL_WAIT_SECONDS)
         log.warning("job.timed_out", timeout_seconds=timeout_seconds)
-        return Failed(timeout_error(timeout_seconds))
+        limit = TimeoutError(timeout_error(timeout_seconds))
+        retryable = rules.retryable(limit)
+        delay = rules.delay(limit, job.attempt) if retryable else None
+        return Failed(timeout_error(timeout_seconds), retryable, delay)
     if not task.done():
         if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):
             log.warning("job.cancel_ignored", waited_seconds=CANCEL_WAIT_SECONDS)
@@ -110,7 +116,7 @@ async def execute(
         if not keeper.lost.is_set():
             log.warning("lease.lost", reason="expired", error="the handler finished too late")
         return Interrupted("lease_lost")
-    return outcome_of(task)
+    return outcome_of(task, rules, job.attempt)
 
 
 def timeout_error(seconds: float) -> str:
@@ -129,17 +135,21 @@ def _why(keeper: LeaseKeeper) -> Literal["lease_lost", "forced", "cancelled"]:
     return "lease_lost" if keeper.lost.is_set() else "forced"
 
 
-def outcome_of(task: asyncio.Task[Any]) -> Succeeded | Failed:
+def outcome_of(
+    task: asyncio.Task[Any], rules: RetryRules = DEFAULT_RULES, attempt: int = 1
+) -> Succeeded | Failed:
+    """What the handler's finished task came to; a failure is retried (or not, and after
+    how long) as the kind's ``rules`` say (``worker/retries.py``)."""
     if task.cancelled():  # the handler cancelled itself: not a result, so try again
         return Failed("the handler was cancelled")
     error = task.exception()
     if error is None:
         return Succeeded(task.result())
-    if isinstance(error, PermanentFailure):
-        return Failed(describe(error, with_traceback=False), retryable=False)
-    if isinstance(error, Retry):
-        return Failed(describe(error, with_traceback=False), retry_after_seconds=error.delay)
-    return Failed(describe(error))
+    # The handler's own verdicts need no traceback: they say why already.
+    text = describe(error, with_traceback=not isinstance(error, PermanentFailure | Retry))
+    retryable = rules.retryable(error)
+    delay = rules.delay(error, attempt) if retryable else None
+    return Failed(text, retryable=retryable, retry_after_seconds=delay)
 
 
 def describe(error: BaseException, *, with_traceback: bool = True) -> str:

@@ -98,7 +98,8 @@ class JobRunner:
                 job.kind, job.id, job.attempt, job.token, job.worker_id, job.headers
             ) as span:
                 limit = job.timeout_seconds or self.registry.timeout_of(job.kind)
-                outcome = await execute(handler, job, keeper, self.forced, limit)
+                rules = self.registry.retry_of(job.kind)
+                outcome = await execute(handler, job, keeper, self.forced, limit, rules)
                 tracing.processed(span, outcome.error if isinstance(outcome, Failed) else None)
         finally:
             self.renewer.remove(keeper)

@@ -25,6 +25,7 @@ poll to end, so that a released job cannot go straight back to it.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import signal
 import uuid
@@ -52,6 +53,7 @@ from leasehold.worker.heartbeat import beat_body, beat_forever
 from leasehold.worker.heartbeat import now as heartbeat_now
 from leasehold.worker.job_runner import JobRunner, Leased
 from leasehold.worker.registry import Registry
+from leasehold.worker.schedules import sync_schedules
 from leasehold.worker.settings import WorkerSettings
 from leasehold.worker.waiting import Flag, cancel_and_wait, wait_event
 
@@ -62,6 +64,8 @@ UNTIL_DEADLINE = RetryPolicy(attempts=None, base_seconds=0.05, max_seconds=1.0)
 # Waits between lease requests while the coordinator cannot be reached.
 UNREACHABLE_BACKOFF = RetryPolicy(attempts=None, base_seconds=0.25, max_seconds=10.0)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# How often a supervised worker checks that its supervisor is still there.
+PARENT_CHECK_SECONDS = 1.0
 # A job's JSON at the largest the coordinator's default caps allow: a 256 KiB payload and
 # result, and an error of 64 Ki characters, each up to 6 bytes as JSON escapes it.
 JOB_ANSWER_BYTES = 1024 * 1024
@@ -192,6 +196,8 @@ class Worker:
         beating = asyncio.create_task(
             beat_forever(self._poller, body, self.settings.beat_seconds), name="leasehold-beat"
         )
+        syncing = asyncio.create_task(self._sync_schedules(), name="leasehold-schedules")
+        watching = asyncio.create_task(self._watch_parent(), name="leasehold-parent")
         try:
             async with asyncio.TaskGroup() as jobs:
                 await self._lease_loop(jobs)
@@ -200,6 +206,8 @@ class Worker:
             await cancel_and_wait(renewing)
             await cancel_and_wait(reporting)
             await cancel_and_wait(beating)
+            await cancel_and_wait(syncing)
+            await cancel_and_wait(watching)
             if self._grace is not None:
                 self._grace.cancel()
             await self.client.close()
@@ -221,6 +229,52 @@ class Worker:
                     self._fatal = LeaseholdError(f"start-up hook {name} failed: {exc!r}")
                 return False
         return True
+
+    async def _watch_parent(self) -> None:
+        """A supervised worker stops when its supervisor is gone (it would otherwise run
+        on, unseen by whoever stopped the supervisor)."""
+        parent = self.settings.parent_pid
+        if parent is None:
+            return
+        while os.getppid() == parent:
+            if await wait_event(self._stopping, PARENT_CHECK_SECONDS):
+                return
+        log.warning("worker.supervisor_gone", supervisor_pid=parent)
+        self.stop()
+
+    async def _sync_schedules(self) -> None:
+        """Bring the coordinator's schedules in line with the registry's (beside leasing:
+        jobs need not wait for it). Tried again while the coordinator cannot be reached;
+        a refusal (a token whose role may not change schedules, say) is logged once."""
+        registry = self.registry
+        if not registry.schedules and not registry.prune_schedules:
+            return
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                report = await sync_schedules(
+                    self._poller,
+                    registry.schedules.values(),
+                    registry.kinds,
+                    prune=registry.prune_schedules,
+                )
+            except Unavailable as exc:
+                failures += 1
+                delay = UNREACHABLE_BACKOFF.delay(failures, self._rng)
+                log.warning("schedules.not_synced", error=exc.message, retry_in=round(delay, 2))
+                await wait_event(self._stopping, delay)
+                continue
+            except LeaseholdError as exc:
+                log.error(
+                    "schedules.not_synced",
+                    error=exc.message,
+                    code=exc.code,
+                    hint="an admin token may change schedules; or run `leasehold schedules"
+                    " sync APP` with one when deploying",
+                )
+                return
+            log.info("schedules.synced", **report.fields())
+            return
 
     async def _lease_loop(self, jobs: asyncio.TaskGroup) -> None:
         failures = 0

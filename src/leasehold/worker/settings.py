@@ -35,3 +35,6 @@ class WorkerSettings:
     grace_seconds: float = 30.0
     # How often the worker tells the coordinator it is alive (GET /workers lists it).
     beat_seconds: float = BEAT_SECONDS
+    # A worker started by `leasehold worker --processes/--reload`: the supervisor's process
+    # id. If that process goes (killed outright), the worker stops as on SIGTERM.
+    parent_pid: int | None = None

@@ -3,6 +3,7 @@ and a table (or ``--json``); ``connect.py`` turns errors into exit codes."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated
 
 import typer
@@ -14,7 +15,7 @@ from leasehold.cli.admin.table import Output
 from leasehold.cli.admin.watch import show_stats
 from leasehold.cli.admin.wire import attempt_json, job_json, print_json
 from leasehold.cli.credentials import resolve_token
-from leasehold.client import DEFAULT_URL
+from leasehold.client import DEFAULT_URL, UnservedWarning
 from leasehold.model import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
@@ -95,7 +96,8 @@ def enqueue(
     """Add a job to the queue."""
     body = parse.payload(payload)
     not_before = parse.run_after(run_after)
-    with connected(url, token, token_file) as client:
+    with connected(url, token, token_file) as client, warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", UnservedWarning)
         job = client.enqueue(
             kind,
             body,
@@ -106,6 +108,9 @@ def enqueue(
             queue=queue,
         )
     render.show_job(job, as_json)
+    for warning in said:  # on stderr: --json keeps stdout to the job alone
+        if issubclass(warning.category, UnservedWarning):
+            typer.secho(f"leasehold: warning: {warning.message}", err=True, fg="yellow")
 
 
 def jobs(

@@ -10,11 +10,24 @@ from typing import Annotated, Any
 import typer
 
 from leasehold.cli.admin import parse
-from leasehold.cli.admin.connect import EXIT_CODES_HELP, AsJson, Token, TokenFile, Url, connected
+from leasehold.cli.admin.connect import (
+    CLI_RETRY,
+    CLI_TIMEOUT_SECONDS,
+    EXIT_CODES_HELP,
+    AsJson,
+    Token,
+    TokenFile,
+    Url,
+    connected,
+    describe,
+    fail,
+)
 from leasehold.cli.admin.table import Cell, Column, Output, fitted
 from leasehold.cli.admin.wire import print_json
+from leasehold.cli.credentials import resolve_token
 from leasehold.cli.help import Commands
 from leasehold.client import DEFAULT_URL
+from leasehold.errors import LeaseholdError
 from leasehold.model import (
     DEFAULT_CATCH_UP,
     DEFAULT_MAX_ATTEMPTS,
@@ -27,13 +40,11 @@ from leasehold.model import (
 )
 
 schedules = typer.Typer(
-    help="Periodic jobs: list, show, create or replace, delete.",
+    help="Periodic jobs: list, show, create or replace, delete, sync with code.",
     no_args_is_help=True,
     cls=Commands,
 )
-limits = typer.Typer(
-    help="Per-kind concurrency limits: list, set, delete.", no_args_is_help=True, cls=Commands
-)
+limits = typer.Typer(help="Per-kind limits: list, set, delete.", no_args_is_help=True, cls=Commands)
 
 Name = Annotated[str, typer.Argument(help="The schedule's name.")]
 
@@ -162,6 +173,65 @@ def schedules_delete(
     with connected(url, token, token_file) as client:
         client.delete_schedule(name)
     typer.echo(f"deleted schedule {name}")
+
+
+@schedules.command("sync", epilog=EXIT_CODES_HELP)
+def schedules_sync(
+    app_spec: Annotated[
+        str,
+        typer.Argument(
+            metavar="APP",
+            envvar="LEASEHOLD_APP",
+            help="The registry declaring them, as module:attribute (as for `leasehold worker`).",
+        ),
+    ],
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+    token_file: TokenFile = None,
+    as_json: AsJson = False,
+) -> None:
+    """Bring the coordinator's schedules in line with those APP declares, as a worker does
+    when it starts: for a deploy step with an admin token, when workers have none."""
+    import asyncio
+
+    from leasehold.client import Client
+    from leasehold.worker import AppLoadError
+    from leasehold.worker.loader import load_app
+    from leasehold.worker.schedules import sync_schedules
+
+    try:
+        registry = load_app(app_spec)
+    except AppLoadError as exc:
+        raise typer.BadParameter(str(exc), param_hint="APP") from exc
+
+    async def sync() -> dict[str, list[str]]:
+        retry, timeout = CLI_RETRY, CLI_TIMEOUT_SECONDS
+        key = resolve_token(token, token_file)
+        async with Client(url, token=key, retry=retry, timeout_seconds=timeout) as client:
+            report = await sync_schedules(
+                client,
+                registry.schedules.values(),
+                registry.kinds,
+                prune=registry.prune_schedules,
+            )
+        return report.fields()
+
+    try:
+        done = asyncio.run(sync())
+    except LeaseholdError as exc:
+        fail(*describe(exc, url))
+    if as_json:
+        print_json(done)
+        return
+    for what, names in done.items():
+        typer.echo(f"{what}: {', '.join(names)}")
+    if not done:
+        typer.echo("no schedules declared, none of its kinds stored")
+    if done.get("undeclared"):
+        typer.echo(
+            "(undeclared schedules are kept: delete one with `leasehold schedules delete NAME`,"
+            " or make the registry with Registry(prune_schedules=True))"
+        )
 
 
 @limits.command("list", epilog=EXIT_CODES_HELP)

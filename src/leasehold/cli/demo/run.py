@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import warnings
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -22,7 +23,7 @@ from rich.live import Live
 from leasehold.cli.demo.processes import DemoError, DemoProcesses
 from leasehold.cli.demo.progress import ProgressView, print_summary
 from leasehold.cli.demo.workload import demo_jobs
-from leasehold.client import MAX_BATCH, Client, NewJob
+from leasehold.client import MAX_BATCH, Client, NewJob, UnservedWarning
 
 POLL_SECONDS = 0.25
 # Every job ends within seconds (the slowest sleeps 0.6 s; retries wait 2 s at most), so
@@ -142,10 +143,13 @@ async def _run_jobs(
     view = ProgressView(len(jobs))
     try:
         with Live(view.renderable(), console=console, refresh_per_second=8):
-            for batch in _batches(jobs):
-                await client.enqueue_many(batch)
-                view.enqueued(len(batch))
-                processes.check()
+            with warnings.catch_warnings():
+                # The demo's workers are still starting: their kinds are served soon.
+                warnings.simplefilter("ignore", UnservedWarning)
+                for batch in _batches(jobs):
+                    await client.enqueue_many(batch)
+                    view.enqueued(len(batch))
+                    processes.check()
             stats = await _wait_finished(processes, client, view)
     finally:
         if not console.is_terminal:

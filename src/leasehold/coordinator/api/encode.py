@@ -13,6 +13,7 @@ committed.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from fastapi import Response
@@ -30,7 +31,7 @@ from leasehold.errors import (
     PayloadTooLarge,
     StaleToken,
 )
-from leasehold.model import Job
+from leasehold.model import UNSERVED_HEADER, Job
 
 __all__ = [
     "enqueued_wire",
@@ -39,6 +40,7 @@ __all__ = [
     "job_wire",
     "lease_wire",
     "reply_json",
+    "with_unserved",
 ]
 
 _JSON = "application/json"
@@ -46,6 +48,15 @@ _JSON = "application/json"
 
 def reply_json(data: Any, status_code: int = 200) -> Response:
     return Response(encode(data), status_code, media_type=_JSON)
+
+
+def with_unserved(response: Response, pairs: list[tuple[str, str]]) -> Response:
+    """The enqueue's answer, naming the pairs no live worker serves (``UNSERVED_HEADER``)."""
+    if pairs:
+        listed = [{"queue": queue, "kind": kind} for queue, kind in pairs]
+        # json, not orjson: a header is ASCII, and json escapes every other character.
+        response.headers[UNSERVED_HEADER] = json.dumps(listed, separators=(",", ":"))
+    return response
 
 
 _NOT_IN_SUMMARY: Final = tuple(f.name for f in job_fields.FIELDS if not f.in_summary)

@@ -38,6 +38,7 @@ CAPABILITIES: Final = (
     "flow_control",  # group keys, weights, start deadlines, rates and turns, explain
     "unique_jobs",  # unique on enqueue: a duplicate answers the job already there
     "idempotency_per_kind",  # an idempotency key is unique per kind
+    "unserved_header",  # enqueue answers name the (queue, kind) no live worker takes
 )
 
 

@@ -35,6 +35,42 @@ def serves(beat: WorkerBeat, queue: str, kind: str) -> bool:
     )
 
 
+class Served:
+    """The live workers folded into sets, so that whether any of them takes a (queue, kind)
+    costs a few set lookups instead of a pass over every worker: the kinds served in any
+    queue, the queues served for any kind, and per queue the kinds the other workers take
+    there (the last built only for the queues asked about)."""
+
+    def __init__(self, live: Iterable[WorkerSeen]) -> None:
+        beats = [w.beat for w in live]
+        self.everything = any(b.kinds is None and b.queues is None for b in beats)
+        self.anywhere = {
+            k for b in beats if b.queues is None and b.kinds is not None for k in b.kinds
+        }
+        self.any_kind = {
+            q for b in beats if b.kinds is None and b.queues is not None for q in b.queues
+        }
+        self._narrow: dict[str, list[frozenset[str]]] = {}  # queue -> each worker's kinds
+        for b in beats:
+            if b.kinds is not None and b.queues is not None:
+                kinds = frozenset(b.kinds)
+                for queue in b.queues:
+                    self._narrow.setdefault(queue, []).append(kinds)
+        self._served_in: dict[str, frozenset[str]] = {}
+
+    def broadly(self, queue: str, kind: str) -> bool:
+        """Served by a worker that takes everything, the kind anywhere, or the queue whole."""
+        return self.everything or kind in self.anywhere or queue in self.any_kind
+
+    def __call__(self, queue: str, kind: str) -> bool:
+        """Whether some live worker takes jobs of ``kind`` from ``queue``."""
+        if self.broadly(queue, kind):
+            return True
+        if queue not in self._served_in:
+            self._served_in[queue] = frozenset().union(*self._narrow.get(queue, ()))
+        return kind in self._served_in[queue]
+
+
 def unserved(
     queued: Mapping[tuple[str, str], int],
     live: Iterable[WorkerSeen],
@@ -44,36 +80,19 @@ def unserved(
     them, by queue and kind.
 
     Its cost is bounded whatever the inputs (caps allow 100,000 queued pairs, and workers
-    each declaring 100 kinds and 100 queues): the workers are folded into sets first (the
-    kinds served in any queue, the queues served for any kind, and per queue the kinds the
-    other workers take there, built only for the queues asked about), so each pair costs a
-    few set lookups instead of a pass over every worker.
+    each declaring 100 kinds and 100 queues): the workers are folded first (``Served``), so
+    each pair costs a few set lookups.
 
     A worker that never sends heartbeats (a client of the HTTP protocol of its own) is not
     known here: its kinds are reported as unserved even while it leases them.
     """
-    beats = [w.beat for w in live]
-    if any(b.kinds is None and b.queues is None for b in beats):
+    served = Served(live)
+    if served.everything:
         return []  # a worker takes anything
-    anywhere = {k for b in beats if b.queues is None and b.kinds is not None for k in b.kinds}
-    any_kind = {q for b in beats if b.kinds is None and b.queues is not None for q in b.queues}
-    narrow: dict[str, list[frozenset[str]]] = {}  # queue -> the kinds each worker takes there
-    for b in beats:
-        if b.kinds is not None and b.queues is not None:
-            kinds = frozenset(b.kinds)
-            for queue in b.queues:
-                narrow.setdefault(queue, []).append(kinds)
-    served_in: dict[str, frozenset[str]] = {}
-
-    def served(queue: str, kind: str) -> bool:
-        if queue not in served_in:
-            served_in[queue] = frozenset().union(*narrow.get(queue, ()))
-        return kind in served_in[queue]
-
     candidates = [
         (n, queue, kind)
         for (queue, kind), n in queued.items()
-        if n > 0 and kind not in anywhere and queue not in any_kind
+        if n > 0 and not served.broadly(queue, kind)
     ]
     found: list[Unserved] = []
     for n, queue, kind in sorted(candidates, reverse=True):

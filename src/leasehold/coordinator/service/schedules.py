@@ -28,12 +28,18 @@ class Schedules:
         self.store = service.store
 
     async def put(self, spec: ScheduleSpec) -> tuple[Schedule, bool]:
-        """Create or replace; the schedule starts at its first fire time from now."""
+        """Create or replace; the schedule starts at its first fire time from now. The
+        very same schedule again changes nothing (its next fire time stays): workers that
+        sync the schedules their code declares all put them as they start, and a restart
+        at a fire time must not skip that run."""
         check_cron(spec.cron)
         zone(spec.timezone)
         # Its jobs get the payload as given: the cap on enqueued payloads applies here.
         if too_large := self.service.oversize("payload", spec.payload):
             raise too_large
+        stored = await self.store.schedule_get(spec.name)
+        if stored is not None and stored.spec == spec:
+            return stored, False
         schedule, created = await self.store.schedule_put(spec, first_fire)
         log.info("schedule.saved", name=spec.name, created=created, enabled=spec.enabled)
         return schedule, created

@@ -13,6 +13,7 @@ from leasehold.coordinator.api.encode import (
     job_json,
     reply_json,
     summary_wire,
+    with_unserved,
 )
 from leasehold.coordinator.api.routes.shared import (
     FOR_ADMINS,
@@ -24,6 +25,7 @@ from leasehold.coordinator.api.routes.shared import (
     cursor_of,
     errors,
     parse_job_id,
+    presence_of,
     reply,
     service_of,
 )
@@ -42,6 +44,7 @@ from leasehold.coordinator.api.schemas.jobs import (
     RequeueCount,
     SpawnRequest,
 )
+from leasehold.coordinator.service.presence import unserved_pairs
 from leasehold.coordinator.store.contract import AttemptPage, DeadFilter, JobFilter
 from leasehold.errors import (
     IdempotencyConflict,
@@ -75,12 +78,13 @@ async def enqueue(
                 "the Idempotency-Key header and the body carry different keys"
             )
         key = idempotency_key
+    served = await presence_of(request).served()  # before the commit: it may not fail after
     inserted = await service_of(request).enqueue(body.spec(key))
     tag_jobs([inserted.job.id])
     answer = reply_json(job_json(inserted.job), 201 if inserted.created else 200)
     if inserted.duplicate:
         answer.headers[DUPLICATE_HEADER] = "replaced" if inserted.replaced else "true"
-    return answer
+    return with_unserved(answer, unserved_pairs(served, [inserted.job]))
 
 
 @router.post(
@@ -92,10 +96,12 @@ async def enqueue(
 async def enqueue_batch(body: BatchEnqueueRequest, request: Request) -> Response:
     """Up to 1,000 jobs in one transaction: a conflicting idempotency key inserts none,
     nor does a graph that cannot be (items depend on each other by ``ref``)."""
+    served = await presence_of(request).served()
     inserted = await service_of(request).enqueue_many(
         [j.spec(j.idempotency_key, refs=True, ref=j.ref) for j in body.jobs]
     )
-    return reply_json({"jobs": [enqueued_wire(i) for i in inserted]})
+    answer = reply_json({"jobs": [enqueued_wire(i) for i in inserted]})
+    return with_unserved(answer, unserved_pairs(served, [i.job for i in inserted]))
 
 
 @router.post(

@@ -9,7 +9,13 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from leasehold.coordinator.api.auth import ADMIN, READERS, WORKER
 from leasehold.coordinator.api.body import StrictJSONRoute
 from leasehold.coordinator.api.encode import reply_json
-from leasehold.coordinator.api.routes.shared import cursor_of, parse_job_id, reply, service_of
+from leasehold.coordinator.api.routes.shared import (
+    cursor_of,
+    parse_job_id,
+    presence_of,
+    reply,
+    service_of,
+)
 from leasehold.coordinator.api.schemas.fields import MAX_QUEUE_LENGTH, ErrorOut, name_problem
 from leasehold.coordinator.api.schemas.jobs import JobOut
 from leasehold.coordinator.api.schemas.operations import (
@@ -127,6 +133,7 @@ async def heartbeat(body: HeartbeatRequest, request: Request) -> Response:
         started_at=body.started_at,
     )
     seen = await operations_of(request).beat(beat)
+    presence_of(request).changed()  # the next enqueue sees this worker at once
     return reply(WorkerOut.of(WorkerView(seen, True, 0.0)))
 
 

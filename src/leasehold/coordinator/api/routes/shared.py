@@ -20,6 +20,7 @@ from leasehold.coordinator.api.auth import (
 )
 from leasehold.coordinator.api.schemas.fields import ErrorOut
 from leasehold.coordinator.service.job_service import JobService
+from leasehold.coordinator.service.presence import Presence
 from leasehold.errors import (
     InvalidRequest,
     JobNotFound,
@@ -65,6 +66,11 @@ def reply(model: BaseModel, status_code: int = 200) -> Response:
 def service_of(request: Request) -> JobService:
     service: JobService = request.app.state.service
     return service
+
+
+def presence_of(request: Request) -> Presence:
+    presence: Presence = request.app.state.presence
+    return presence
 
 
 def parse_job_id(raw: str) -> int:

@@ -34,12 +34,13 @@ from leasehold.model import (
     DEFAULT_QUEUE,
     DEFAULT_TIMEZONE,
     MAX_ATTEMPTS_LIMIT,
+    SCHEDULE_NAME_PATTERN,
     CatchUp,
     Schedule,
     ScheduleSpec,
 )
 
-SCHEDULE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+__all__ = ["SCHEDULE_NAME_PATTERN", "ScheduleList", "ScheduleOut", "ScheduleRequest"]
 
 
 class ScheduleRequest(Strict):
