@@ -172,8 +172,7 @@ class AsyncTestCoordinator:
         self.clock.set(when)
         await self._fire()
         service = self.app.state.service
-        while await service.reap() > 0:
-            pass
+        await service.sweep()  # the reaper's pass: expired leases, passed start deadlines
         await prune_finished(service.store, self.app.state.pruner.retention)
         await self._beat()
         if self.inline and not self._draining:

@@ -33,11 +33,7 @@ class Reaper:
         next_prune = loop.time()
         while True:
             try:
-                # Drain a backlog in full before sleeping again.
-                while await self.service.reap() > 0:
-                    pass
-                while await self.service.miss_deadlines() > 0:
-                    pass
+                await self.service.sweep()
                 if loop.time() >= next_prune:
                     await self.service.store.prune(ROLLUP_KEEP_SECONDS)
                     await self.service.store.flow_prune()

@@ -554,6 +554,14 @@ class JobService:
             self.figures_changed()
         return len(reaped)
 
+    async def sweep(self) -> None:
+        """One pass of what time does to jobs, each backlog drained in full: leases that
+        ran out, and start deadlines that passed (the reaper's loop; the test mode's)."""
+        while await self.reap() > 0:
+            pass
+        while await self.miss_deadlines() > 0:
+            pass
+
     async def miss_deadlines(self, limit: int = 1000) -> int:
         """End the jobs no lease started by their start deadline (DESIGN.md §19): cancelled,
         with the reason, counted as ``deadline_missed``; how many."""
