@@ -248,7 +248,8 @@ def requeue(
 ) -> None:
     """Bring jobs back: queued at once (or waiting for their parents), attempts reset. Only
     dead (or cancelled) jobs can be; --all-dead takes the dead ones. Dependents that the
-    job's end cancelled come back with it; it says how many."""
+    job's end cancelled come back with it, and theirs in turn; it says how many of its own
+    did."""
     if (job_id is None) == (not all_dead):
         fail("give either a job ID or --all-dead", EXIT_USAGE)
     if job_id is not None and (kind is not None or error_contains is not None):

@@ -29,7 +29,8 @@ def cancel(
 ) -> None:
     """Cancel a job: a queued or dead one at once; a running one is told at its next
     renewal and ends cancelled when its worker reports. Its waiting dependents are
-    cancelled with it (unless they run anyway); it says how many."""
+    cancelled with it (unless they run anyway), and theirs in turn; it says how many of
+    its own were."""
     with connected(url, token, token_file) as client:
         if as_json:  # the job alone, as the coordinator answers it
             render.show_job(client.cancel(job_id), as_json)
