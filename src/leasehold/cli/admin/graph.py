@@ -19,6 +19,7 @@ from rich.text import Text
 
 from leasehold.cli.admin.render import status_text
 from leasehold.cli.admin.table import Cell, Column, fitted
+from leasehold.errors import LeaseholdError
 from leasehold.model import Job
 
 if TYPE_CHECKING:
@@ -49,9 +50,11 @@ def read_edges(client: SyncClient, job_id: int, *, parents: bool, at_most: int) 
     while len(jobs) < at_most:
         page = read(job_id, cursor=cursor, limit=min(MAX_PAGE, at_most - len(jobs)))
         jobs += page["jobs"]
-        cursor = page.get("next_cursor")
+        sent, cursor = cursor, page.get("next_cursor")
         if not cursor:
             return Edges(jobs, more=False)
+        if str(cursor) == sent:  # a page that would never end
+            raise LeaseholdError("the coordinator answered the same page of edges again")
     return Edges(jobs[:at_most], more=cursor is not None)
 
 
