@@ -162,7 +162,7 @@ def test_job_lists_parents_and_dependents_with_their_status(
     code, out = run(shared, "job", str(root), "--edges", "2")
     assert code == 0, out
     assert field(out, "dependents") == "3"
-    assert "the first 2 of 3 shown" in out
+    assert "first 2 of 3 shown (--edges N)" in out
     shown = as_json(shared, "job", str(root), "--edges", "2")
     assert [e["id"] for e in shown["dependents"]["jobs"]] == children[:2]
     assert shown["dependents"]["more"] is True and shown["parents"] == {"jobs": [], "more": False}

@@ -94,7 +94,7 @@ def edge_table(title: str, edges: Edges, total: int | None, width: int | None) -
     caption = None
     if edges.more:
         of = f" of {total:,}" if total is not None else ""
-        caption = f"the first {len(rows):,}{of} shown; --edges N shows more, --json has them"
+        caption = f"first {len(rows):,}{of} shown (--edges N)"
     return fitted(EDGE_COLUMNS, rows, width, title=title, caption=caption)
 
 
