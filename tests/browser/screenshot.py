@@ -54,19 +54,24 @@ LEASE_SECONDS = 4.0
 
 
 def producer(http: Http, stop: threading.Event, duration: float, rng: random.Random) -> None:
-    """A few hundred jobs in a minute: a slow start, a burst that builds a backlog, a lull."""
+    """A few hundred jobs in a minute: a slow start, a burst that builds a backlog, a lull.
+    Each report waits for the three jobs enqueued before it (a small fan-in)."""
     start = time.monotonic()
+    recent: list[int] = []
     while not stop.is_set() and (elapsed := time.monotonic() - start) < duration:
         rate = 4 + 7 * math.sin(elapsed / duration * math.pi) ** 2  # jobs per second
         kind = rng.choices(KINDS, weights=[k.share for k in KINDS])[0]
-        http.enqueue(
+        after = {"depends_on": recent[-3:]} if kind.name == "generate-report" and recent else {}
+        job = http.enqueue(
             kind.name,
             payload={
                 "n": rng.randrange(1_000_000),
                 "tenant": rng.choice(["acme", "globex", "initech"]),
             },
             max_attempts=kind.max_attempts,
+            **after,
         )
+        recent.append(job["id"])
         stop.wait(rng.expovariate(rate))
 
 

@@ -60,7 +60,17 @@ def test_schedules_commands(coordinator: Coordinator) -> None:
 
 def test_limits_commands(coordinator: Coordinator) -> None:
     code, out = run(coordinator, "limits", "set", "charge-card", "4", "--json")
-    assert (code, json.loads(out)) == (0, {"kind": "charge-card", "max_running": 4, "running": 0})
+    assert (code, json.loads(out)) == (
+        0,
+        {
+            "kind": "charge-card",
+            "max_running": 4,
+            "running": 0,
+            "max_running_per_group": None,
+            "rate": None,
+            "fair": False,
+        },
+    )
     assert json.loads(run(coordinator, "limits", "list", "--json")[1])[0]["kind"] == "charge-card"
     code, out = run(coordinator, "limits", "list")
     assert (code, "MAX RUNNING" in out, "charge-card" in out) == (0, True, True)

@@ -49,7 +49,18 @@ JOB: dict[str, Any] = {
     "queue": HOSTILE,
     "cancel_requested": False,
     "headers": {"traceparent": HOSTILE},
+    "waiting_for": 1,
+    "depth": 1,
+    "dependents": 2,
+    "blocked_by": None,
+    "spawned_by": 3,
+    "spawn_key": HOSTILE,
+    "group_key": HOSTILE,
+    "weight": 2,
+    "start_by": NOW,
+    "unique_key": HOSTILE,
 }
+EDGE = {"kind": HOSTILE, "status": "waiting", "spawn_key": HOSTILE, "on_failure": HOSTILE}
 COUNTS = {"queued": 1, "running": 0, "completed": 0, "dead": 1, "cancelled": 0}
 ANSWERS: dict[str, Any] = {
     "/jobs/7": JOB,
@@ -67,6 +78,15 @@ ANSWERS: dict[str, Any] = {
         ],
         "next_cursor": None,
     },
+    "/jobs/7/parents": {"job_id": 7, "jobs": [{**EDGE, "id": 3}], "next_cursor": None},
+    "/jobs/7/dependents": {"job_id": 7, "jobs": [{**EDGE, "id": 8}], "next_cursor": None},
+    "/jobs/7/explain": {
+        "job_id": 7,
+        "status": HOSTILE,
+        "runnable": False,
+        "reasons": [{"code": HOSTILE, "message": HOSTILE, "until": HOSTILE, "detail": {}}],
+    },
+    "/jobs/9": {**JOB, "id": 9, "dependents": 0},  # read before its cancel
     "/jobs": {"jobs": [JOB], "next_cursor": HOSTILE},
     "/workers": {
         "workers": [
@@ -127,7 +147,19 @@ ANSWERS: dict[str, Any] = {
             }
         ]
     },
-    "/limits": {"limits": [{"kind": HOSTILE, "max_running": 1, "running": 0}]},
+    "/limits": {
+        "limits": [
+            {"kind": HOSTILE, "max_running": 1, "running": 0},
+            {
+                "kind": HOSTILE,
+                "max_running": None,
+                "running": 0,
+                "max_running_per_group": 2,
+                "rate": {"limit": 5, "period_seconds": 60.0, "per_group": True},
+                "fair": True,
+            },
+        ]
+    },
 }
 
 
@@ -151,6 +183,7 @@ def invoke(url: str, *args: str) -> Result:
 
 TABLES = [
     ("job", "7"),
+    ("explain", "7"),
     ("jobs",),
     ("workers",),
     ("stats",),

@@ -155,9 +155,18 @@ async def test_schedules_are_managed_over_http(api: Api) -> None:
 
 async def test_limits_are_managed_over_http(api: Api) -> None:
     put = await api.request("PUT", "/limits/slow/api", json={"max_running": 2})
-    assert (put.status, put.body) == (200, {"kind": "slow/api", "max_running": 2, "running": 0})
+    # 1.1's body; 1.2 answers with the limits it leaves unset too.
+    stored = {
+        "kind": "slow/api",
+        "max_running": 2,
+        "running": 0,
+        "max_running_per_group": None,
+        "rate": None,
+        "fair": False,
+    }
+    assert (put.status, put.body) == (200, stored)
     listed = (await api.get("/limits")).body
-    assert listed == {"limits": [{"kind": "slow/api", "max_running": 2, "running": 0}]}
+    assert listed == {"limits": [stored]}
     assert (await api.request("DELETE", "/limits/slow/api")).status == 204
     missing = await api.request("DELETE", "/limits/slow/api")
     assert (missing.status, missing.body["error"]) == (404, "limit_not_found")

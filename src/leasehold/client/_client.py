@@ -452,6 +452,34 @@ class Client:
         jobs = [parse_job(j) for j in listed(data, "jobs")]
         return JobPage(jobs, field(data, "next_cursor"))
 
+    async def parents(
+        self, job_id: int, *, cursor: str | None = None, limit: int = 100
+    ) -> dict[str, Any]:
+        """A page of the jobs ``job_id`` depends on, by id, as they stand now:
+        ``{job_id, jobs: [{id, kind, status, spawn_key, on_failure, ...}], next_cursor}``."""
+        return await self._edges(job_id, "parents", cursor, limit)
+
+    async def dependents(
+        self, job_id: int, *, cursor: str | None = None, limit: int = 100
+    ) -> dict[str, Any]:
+        """A page of the jobs that depend on ``job_id``, as ``parents`` gives them."""
+        return await self._edges(job_id, "dependents", cursor, limit)
+
+    async def _edges(
+        self, job_id: int, which: str, cursor: str | None, limit: int
+    ) -> dict[str, Any]:
+        params = drop_none(cursor=cursor, limit=str(limit))
+        data: dict[str, Any] = await self._call("GET", f"/jobs/{job_id}/{which}", params=params)
+        listed(data, "jobs")  # the shape every caller reads
+        return data
+
+    async def explain(self, job_id: int) -> dict[str, Any]:
+        """Why the job is not running right now (DESIGN.md §19): ``{job_id, status,
+        runnable, reasons: [{code, message, until, detail}]}``."""
+        data: dict[str, Any] = await self._call("GET", f"/jobs/{job_id}/explain")
+        listed(data, "reasons")
+        return data
+
     # -- schedules and limits (answers as parsed JSON, see DESIGN.md §9) -----------------
 
     async def put_schedule(
@@ -496,9 +524,32 @@ class Client:
     async def delete_schedule(self, name: str) -> None:
         await self._call("DELETE", f"/schedules/{quote(name, safe='')}")
 
-    async def put_limit(self, kind: str, max_running: int) -> dict[str, Any]:
-        """At most ``max_running`` jobs of ``kind`` running at once, across all workers."""
-        body = {"max_running": max_running}
+    async def put_limit(
+        self,
+        kind: str,
+        max_running: int | None = None,
+        *,
+        max_running_per_group: int | None = None,
+        rate: int | None = None,
+        rate_period_seconds: float | None = None,
+        rate_per_group: bool = False,
+        fair: bool = False,
+    ) -> dict[str, Any]:
+        """Set every limit of ``kind`` at once (those not given are lifted; DESIGN.md §19):
+        at most ``max_running`` running at once, ``max_running_per_group`` per group key,
+        ``rate`` units started per ``rate_period_seconds`` (each group its own with
+        ``rate_per_group``), and groups taking turns (``fair``)."""
+        if (rate is None) != (rate_period_seconds is None):
+            raise InvalidRequest("a rate needs both rate and rate_period_seconds")
+        body: dict[str, Any] = drop_none(
+            max_running=max_running, max_running_per_group=max_running_per_group
+        )
+        if rate is not None:
+            body["rate"] = {"limit": rate, "period_seconds": float(rate_period_seconds or 0)}
+            if rate_per_group:
+                body["rate"]["per_group"] = True
+        if fair:
+            body["fair"] = True
         data: dict[str, Any] = await self._call("PUT", f"/limits/{quote(kind, safe='')}", body)
         return data
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from leasehold.cli.admin import commands, operations
+from leasehold.cli.admin import commands, explain, operations
 from leasehold.cli.admin.connect import EXIT_CODES_HELP
 
 
@@ -14,6 +14,7 @@ def register(app: typer.Typer) -> None:
         commands.enqueue,
         commands.jobs,
         commands.job,
+        explain.explain,
         commands.requeue,
         commands.stats,
         operations.cancel,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from leasehold.cli.admin import parse, render
+from leasehold.cli.admin import graph, parse, render
 from leasehold.cli.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
 from leasehold.cli.admin.table import Output
 from leasehold.cli.admin.watch import show_stats
@@ -116,7 +116,11 @@ def enqueue(
 def jobs(
     status: Annotated[
         str | None,
-        typer.Option("--status", help="Only jobs in this status.", show_default=False),
+        typer.Option(
+            "--status",
+            help="Only jobs in this status: waiting, queued, running, completed, dead, cancelled.",
+            show_default=False,
+        ),
     ] = None,
     kind: Annotated[
         str | None, typer.Option("--kind", help="Only jobs of this kind.", show_default=False)
@@ -170,20 +174,45 @@ def jobs(
 
 def job(
     job_id: Annotated[int, typer.Argument(metavar="ID", help="The job's id.")],
+    edges: Annotated[
+        int,
+        typer.Option(
+            "--edges",
+            min=0,
+            max=graph.MAX_COMPARED,
+            metavar="N",
+            help="Show at most N of its parents and N of its dependents (0: none).",
+        ),
+    ] = graph.DEFAULT_EDGES,
     url: Url = DEFAULT_URL,
     token: Token = None,
     token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
-    """Show one job and its attempt history (one attempt per lease)."""
+    """Show one job, its parents and dependents, and its attempt history. Parents and
+    dependents are listed with their status; the history has one attempt per lease."""
     with connected(url, token, token_file) as client:
         found = client.get(job_id)
+        parents, dependents = graph.edges_of(client, found, edges)
         attempts = client.attempts(job_id)
     if as_json:
-        print_json({"job": job_json(found), "attempts": [attempt_json(a) for a in attempts]})
-    else:
-        out = Output()
-        out.print(render.job_detail(found, attempts, out.width))
+        print_json(
+            {
+                "job": job_json(found),
+                "parents": graph.edges_json(parents),
+                "dependents": graph.edges_json(dependents),
+                "attempts": [attempt_json(a) for a in attempts],
+            }
+        )
+        return
+    out = Output()
+    around = []
+    if parents.jobs:
+        around.append(graph.edge_table("parents", parents, None, out.width))
+    if dependents.jobs:
+        total = found.dependents
+        around.append(graph.edge_table("dependents", dependents, total, out.width))
+    out.print(render.job_detail(found, attempts, out.width, around))
 
 
 def requeue(
@@ -222,8 +251,10 @@ def requeue(
     token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
-    """Bring jobs back: queued at once, attempts reset. Only dead (or cancelled) jobs can be;
-    --all-dead takes the dead ones."""
+    """Bring jobs back: queued at once (or waiting for their parents), attempts reset. Only
+    dead (or cancelled) jobs can be; --all-dead takes the dead ones. Dependents that the
+    job's end cancelled come back with it, and theirs in turn; it says how many of its own
+    did."""
     if (job_id is None) == (not all_dead):
         fail("give either a job ID or --all-dead", EXIT_USAGE)
     if job_id is not None and (kind is not None or error_contains is not None):
@@ -237,8 +268,15 @@ def requeue(
 
 def _requeue_one(job_id: int, url: str, token: str | None, as_json: bool) -> None:
     with connected(url, token) as client:
+        if as_json:  # the job alone, as the coordinator answers it
+            render.show_job(client.requeue(job_id), as_json)
+            return
+        before = graph.snapshot(client, client.get(job_id))
         revived = client.requeue(job_id)
-    render.show_job(revived, as_json, f"requeued job {job_id}: queued again, attempts reset")
+        change = graph.effect(before, graph.snapshot(client, revived), revived)
+    now = "waits for its parents again" if revived.status == "waiting" else "queued again"
+    headline = f"requeued job {job_id}: {now}, attempts reset"
+    render.show_job(revived, as_json, graph.said_with(headline, change, "revived"))
 
 
 def _requeue_dead(

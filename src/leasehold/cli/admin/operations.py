@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from leasehold.cli.admin import parse, render
+from leasehold.cli.admin import graph, parse, render
 from leasehold.cli.admin.connect import EXIT_USAGE, AsJson, Token, TokenFile, Url, connected, fail
 from leasehold.cli.admin.table import Cell, Column, Output, fitted
 from leasehold.cli.admin.wire import print_json
@@ -28,11 +28,18 @@ def cancel(
     as_json: AsJson = False,
 ) -> None:
     """Cancel a job: a queued or dead one at once; a running one is told at its next
-    renewal and ends cancelled when its worker reports."""
+    renewal and ends cancelled when its worker reports. Its waiting dependents are
+    cancelled with it (unless they run anyway), and theirs in turn; it says how many of
+    its own were."""
     with connected(url, token, token_file) as client:
+        if as_json:  # the job alone, as the coordinator answers it
+            render.show_job(client.cancel(job_id), as_json)
+            return
+        before = graph.snapshot(client, client.get(job_id))
         job = client.cancel(job_id)
+        change = graph.effect(before, graph.snapshot(client, job), job)
     state = "cancelled" if job.status == "cancelled" else "cancel requested (it is running)"
-    render.show_job(job, as_json, f"job {job_id}: {state}")
+    render.show_job(job, as_json, graph.said_with(f"job {job_id}: {state}", change, "cancelled"))
 
 
 def delete(

@@ -82,6 +82,23 @@ def before(text: str | None, now: datetime | None = None) -> datetime | None:
     return moment
 
 
+_RATE = re.compile(r"^(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*(s|m|h|d)?$")
+
+
+def rate(text: str | None) -> tuple[int, float] | None:
+    """``LIMIT/PERIOD``: units and the window's length, as 100/1s, 600/1m, 5/s, 10/2.5
+    (seconds when the unit is left out, one of the unit when the number is)."""
+    if text is None:
+        return None
+    match = _RATE.match(text.strip())
+    if match is None or (match[2] is None and match[3] is None):
+        fail(f"--rate: {text!r} is not LIMIT/PERIOD (100/1s, 600/1m, 5/s)", EXIT_USAGE)
+    period = float(match[2] or 1) * _UNIT_SECONDS[match[3] or "s"]
+    if int(match[1]) < 1 or period <= 0:
+        fail(f"--rate: {text!r}: the limit and the period must be above zero", EXIT_USAGE)
+    return int(match[1]), period
+
+
 def status(text: str | None) -> JobStatus | None:
     if text is None:
         return None

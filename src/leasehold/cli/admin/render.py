@@ -18,6 +18,7 @@ from leasehold.cli.terminal import plain
 from leasehold.model import DEFAULT_QUEUE, JSON, Attempt, Event, Job
 
 STATUS_STYLES = {
+    "waiting": "blue",
     "queued": "cyan",
     "running": "yellow",
     "completed": "green",
@@ -103,9 +104,14 @@ def job_list(jobs: Sequence[Job], next_cursor: str | None, width: int | None) ->
     return fitted(JOB_COLUMNS, rows, width, caption=caption)
 
 
-def job_detail(job: Job, attempts: Sequence[Attempt] | None, width: int | None) -> RenderableType:
-    """The job's fields; with ``attempts`` (``leasehold job``), its history and its last
-    error in full too."""
+def job_detail(
+    job: Job,
+    attempts: Sequence[Attempt] | None,
+    width: int | None,
+    around: Sequence[RenderableType] = (),
+) -> RenderableType:
+    """The job's fields; with ``attempts`` (``leasehold job``), ``around`` (its parents
+    and dependents), its history and its last error in full too."""
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column(overflow="fold")
@@ -114,7 +120,10 @@ def job_detail(job: Job, attempts: Sequence[Attempt] | None, width: int | None) 
             fields.add_row(name, value if isinstance(value, Text) else plain(value))
     if attempts is None:
         return fields
-    parts: list[RenderableType] = [fields, Text(""), attempt_table(attempts, width)]
+    parts: list[RenderableType] = [fields]
+    for part in around:
+        parts += [Text(""), part]
+    parts += [Text(""), attempt_table(attempts, width)]
     if job.last_error and "\n" in job.last_error.strip():
         in_full = plain(job.last_error, lines=True)
         parts += [Text(""), Text("last error, in full:", style="bold"), in_full]
@@ -130,6 +139,11 @@ def _job_fields(job: Job) -> list[tuple[str, str | Text]]:
         ("queue", job.queue),
         ("priority", str(job.priority)),
         ("cancel", "requested" if job.cancel_requested else ""),
+        *_workflow_fields(job),
+        ("group key", job.group_key or ""),
+        ("weight", str(job.weight) if job.weight != 1 else ""),
+        ("start by", utc_when(job.start_by)),
+        ("unique key", job.unique_key or ""),
         ("payload", compact_json(job.payload)),
         ("result", compact_json(job.result) if job.result is not None else ""),
         ("last error", error_summary(job.last_error)),
@@ -142,6 +156,23 @@ def _job_fields(job: Job) -> list[tuple[str, str | Text]]:
         ("finished", utc_when(job.finished_at)),
         ("idempotency key", job.idempotency_key or ""),
     ]
+
+
+def _workflow_fields(job: Job) -> list[tuple[str, str | Text]]:
+    """What places the job in a workflow (DESIGN.md §22); empty lines for a plain job."""
+    left = job.waiting_for
+    return [
+        ("waiting for", f"{left} parent{'' if left == 1 else 's'} to complete" if left else ""),
+        ("blocked by", f"job {job.blocked_by}: it could not complete" if job.blocked_by else ""),
+        ("spawned by", _spawned(job)),
+        ("dependents", f"{job.dependents:,}" if job.dependents else ""),
+    ]
+
+
+def _spawned(job: Job) -> str:
+    if job.spawned_by is None:
+        return ""
+    return f"job {job.spawned_by}" + (f", key {job.spawn_key}" if job.spawn_key else "")
 
 
 ATTEMPT_COLUMNS = (

@@ -14,6 +14,7 @@ from leasehold.cli.admin.connect import (
     CLI_RETRY,
     CLI_TIMEOUT_SECONDS,
     EXIT_CODES_HELP,
+    EXIT_USAGE,
     AsJson,
     Token,
     TokenFile,
@@ -44,7 +45,13 @@ schedules = typer.Typer(
     no_args_is_help=True,
     cls=Commands,
 )
-limits = typer.Typer(help="Per-kind limits: list, set, delete.", no_args_is_help=True, cls=Commands)
+limits = typer.Typer(
+    help="Per-kind limits (running jobs, per group, rates, turns): list, set, delete.",
+    no_args_is_help=True,
+    cls=Commands,
+)
+# The coordinator's bound on a count of running jobs (api/schemas/fields.py).
+MAX_RUNNING = 100_000
 
 Name = Annotated[str, typer.Argument(help="The schedule's name.")]
 
@@ -85,15 +92,46 @@ def _show_limits(found: list[dict[str, Any]], as_json: bool, one: bool = False) 
         print_json(found[0] if one else found)
         return
     rows: list[list[Cell]] = [
-        [lim["kind"], str(lim["max_running"]), str(lim["running"])] for lim in found
+        [
+            lim["kind"],
+            _number(lim.get("max_running")),
+            _number(lim.get("max_running_per_group")),
+            _rate(lim.get("rate")),
+            "yes" if lim.get("fair") else "no",
+            str(lim["running"]),
+        ]
+        for lim in found
     ]
     columns = [
         Column("KIND", shrink=8),
         Column("MAX RUNNING", justify="right"),
+        Column("PER GROUP", justify="right"),
+        Column("RATE", shrink=10),
+        Column("FAIR"),
         Column("RUNNING NOW", justify="right"),
     ]
     out = Output()
     out.print(fitted(columns, rows, out.width, caption=None if rows else "no limits"))
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _rate(rate: Any) -> str:
+    """``100 per 1s``, ``5 per 1m per group``; ``-`` for none."""
+    if not isinstance(rate, dict):
+        return "-"
+    per_group = " per group" if rate.get("per_group") else ""
+    return f"{rate['limit']} per {period(float(rate['period_seconds']))}{per_group}"
+
+
+def period(seconds: float) -> str:
+    """A window's length in the largest unit that says it exactly: 1s, 90s, 1m, 2h, 1d."""
+    for unit, length in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds >= length and seconds % length == 0:
+            return f"{seconds / length:g}{unit}"
+    return f"{seconds:g}s"
 
 
 @schedules.command("list", epilog=EXIT_CODES_HELP)
@@ -241,7 +279,7 @@ def limits_list(
     token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
-    """Every limit, with the kind's running jobs now."""
+    """Every kind's limits, with its running jobs now."""
     with connected(url, token, token_file) as client:
         _show_limits(client.limits(), as_json)
 
@@ -249,15 +287,85 @@ def limits_list(
 @limits.command("set", epilog=EXIT_CODES_HELP)
 def limits_set(
     kind: Annotated[str, typer.Argument(help="The kind to limit.")],
-    max_running: Annotated[int, typer.Argument(min=1, max=100_000)],
+    max_running_arg: Annotated[
+        int | None,
+        typer.Argument(
+            metavar="[MAX_RUNNING]",
+            min=1,
+            max=MAX_RUNNING,
+            help="The same as --max-running.",
+            show_default=False,
+        ),
+    ] = None,
+    max_running: Annotated[
+        int | None,
+        typer.Option(
+            "--max-running",
+            min=1,
+            max=MAX_RUNNING,
+            metavar="N",
+            help="At most N jobs of KIND running at once, across all workers.",
+            show_default=False,
+        ),
+    ] = None,
+    per_group: Annotated[
+        int | None,
+        typer.Option(
+            "--per-group",
+            min=1,
+            max=MAX_RUNNING,
+            metavar="N",
+            help="At most N running at once per group key (the jobs' group_key).",
+            show_default=False,
+        ),
+    ] = None,
+    rate: Annotated[
+        str | None,
+        typer.Option(
+            "--rate",
+            metavar="LIMIT/PERIOD",
+            help="At most LIMIT units started in any window of PERIOD (100/1s, 600/1m,"
+            " 5/s); a job takes its weight in units, 1 by default.",
+            show_default=False,
+        ),
+    ] = None,
+    rate_per_group: Annotated[
+        bool, typer.Option("--rate-per-group", help="Each group key has the --rate of its own.")
+    ] = False,
+    fair: Annotated[
+        bool,
+        typer.Option(
+            "--fair",
+            help="Groups take turns at KIND's leases (as they do with --per-group or"
+            " --rate-per-group).",
+        ),
+    ] = False,
     url: Url = DEFAULT_URL,
     token: Token = None,
     token_file: TokenFile = None,
     as_json: AsJson = False,
 ) -> None:
-    """At most MAX_RUNNING jobs of KIND running at once, across all workers."""
+    """Set KIND's limits, all at once: those not given are lifted. They hold across every
+    worker and coordinator, from the next lease on."""
+    if max_running_arg is not None and max_running not in (None, max_running_arg):
+        fail("MAX_RUNNING and --max-running say different things: give one", EXIT_USAGE)
+    max_running = max_running if max_running is not None else max_running_arg
+    starts = parse.rate(rate)
+    if rate_per_group and starts is None:
+        fail("--rate-per-group goes with --rate", EXIT_USAGE)
+    if max_running is None and per_group is None and starts is None and not fair:
+        fail("give at least one of --max-running, --per-group, --rate, --fair", EXIT_USAGE)
     with connected(url, token, token_file) as client:
-        _show_limits([client.put_limit(kind, max_running)], as_json, one=True)
+        stored = client.put_limit(
+            kind,
+            max_running,
+            max_running_per_group=per_group,
+            rate=starts[0] if starts else None,
+            rate_period_seconds=starts[1] if starts else None,
+            rate_per_group=rate_per_group,
+            fair=fair,
+        )
+    _show_limits([stored], as_json, one=True)
 
 
 @limits.command("delete", epilog=EXIT_CODES_HELP)
@@ -267,7 +375,7 @@ def limits_delete(
     token: Token = None,
     token_file: TokenFile = None,
 ) -> None:
-    """Remove the limit on KIND."""
+    """Remove every limit on KIND."""
     with connected(url, token, token_file) as client:
         client.delete_limit(kind)
     typer.echo(f"deleted the limit on {kind}")

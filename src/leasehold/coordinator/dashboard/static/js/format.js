@@ -38,6 +38,15 @@ export function shortDuration(seconds) {
   return `${Math.round(s / 3600)} h`;
 }
 
+/** A window's length in the largest unit that says it exactly: "1 s", "90 s", "1 min", "2 h". */
+export function period(seconds) {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "—";
+  for (const [unit, length] of [["d", 86400], ["h", 3600], ["min", 60]]) {
+    if (seconds >= length && seconds % length === 0) return `${seconds / length} ${unit}`;
+  }
+  return `${seconds} s`;
+}
+
 function pad2(n) {
   return String(n).padStart(2, "0");
 }

@@ -26,7 +26,12 @@ function now() {
 /** The figures of a /stats answer that the charts and their legends read. */
 function figures(stats) {
   return {
-    by_status: { queued: stats.by_status.queued, running: stats.by_status.running, dead: stats.by_status.dead },
+    by_status: {
+      waiting: stats.by_status.waiting ?? 0,
+      queued: stats.by_status.queued,
+      running: stats.by_status.running,
+      dead: stats.by_status.dead,
+    },
     totals: Object.fromEntries(EVENTS.map((e) => [e, stats.totals?.[e] ?? 0])),
     avg_wait_seconds: stats.avg_wait_seconds,
     oldest_queued_age_seconds: stats.oldest_queued_age_seconds,

@@ -1,9 +1,11 @@
-// One job: its fields, payload, result, last error and attempt history.
+// One job: its fields, why it is not running, its parents and dependents, payload,
+// result, last error and attempt history.
 
 import { requeueOne } from "./actions.js";
 import { ApiError, get } from "./api.js";
 import { fill, h } from "./dom.js";
 import { duration, json, secondsBetween } from "./format.js";
+import { Workflow, explainLine, explainable, workflowFields } from "./graph.js";
 import { errorCell, statusBadge, timeCell } from "./jobtable.js";
 import { Countdowns } from "./lease.js";
 import { errorLine, errorView } from "./traceback.js";
@@ -40,6 +42,7 @@ function fields(job, countdowns) {
     field("Created", timeCell(job.created_at)),
     field("Finished", timeCell(job.finished_at)),
     field("Idempotency key", job.idempotency_key),
+    workflowFields(job, field),
   );
 }
 
@@ -74,10 +77,11 @@ function attemptTable(attempts) {
 
 export function mount(root, ctx, params, id) {
   const countdowns = new Countdowns();
+  const workflow = new Workflow(id);
   let shown = "";
   let job = null;
 
-  function render(answer, attempts) {
+  function render(answer, attempts, explained) {
     job = answer;
     countdowns.items = [];
     const requeue = h(
@@ -108,6 +112,7 @@ export function mount(root, ctx, params, id) {
           h("a", { href: "#/jobs", class: "button" }, "All jobs"),
         ),
       ),
+      explainLine(explained),
       h(
         "div",
         { class: "grid detail" },
@@ -122,16 +127,19 @@ export function mount(root, ctx, params, id) {
             : null,
         ),
       ),
+      workflow.el,
       h("section", { class: "panel" }, attemptTable(attempts)),
     );
+    workflow.render(job).catch(ctx.fail);
   }
 
   async function load(force = false) {
     try {
       const [answer, history] = await Promise.all([get(`jobs/${id}`), get(`jobs/${id}/attempts`)]);
+      const explained = explainable(answer) ? await get(`jobs/${id}/explain`) : null;
       // Re-render only on a change, so a reader's text selection is not wiped every few seconds.
-      const key = JSON.stringify([answer, history.attempts]);
-      if (force || key !== shown) render(answer, history.attempts);
+      const key = JSON.stringify([answer, history.attempts, explained]);
+      if (force || key !== shown) render(answer, history.attempts, explained);
       shown = key;
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) {
@@ -145,7 +153,7 @@ export function mount(root, ctx, params, id) {
   fill(root, h("p", { class: "muted" }, "Loading…"));
   load();
   const timer = setInterval(() => {
-    const changing = job && (job.status === "running" || job.status === "queued");
+    const changing = job && ["waiting", "queued", "running"].includes(job.status);
     if (changing && !document.hidden) load();
   }, REFRESH_MS);
   return {

@@ -39,8 +39,10 @@ export const COLUMNS = {
 };
 
 export class JobTable {
-  /** columns: [{label, cell(job) -> Node|string, class?}]; onRows(jobs) after each render. */
-  constructor({ caption, columns, empty, pageSize = 50, onRows, selectable = false, onSelect }) {
+  /** columns: [{label, cell(job) -> Node|string, class?}]; onRows(jobs) after each render.
+   * source(params) -> {jobs, next_cursor}: where pages come from (GET /jobs by default). */
+  constructor({ caption, columns, empty, pageSize = 50, onRows, selectable = false, onSelect, source }) {
+    this.source = source ?? ((params) => get(`jobs${query(params)}`));
     this.selectable = selectable;
     this.onSelect = onSelect;
     this.selected = new Map(); // job id -> job, on the page shown
@@ -85,7 +87,7 @@ export class JobTable {
   async refresh() {
     // Newest first unless the filter says otherwise: the jobs just made are the ones looked for.
     const params = { order: "desc", ...this.filter, limit: this.pageSize, cursor: this.cursors[this.page] };
-    const answer = await get(`jobs${query(params)}`);
+    const answer = await this.source(params);
     this.nextCursor = answer.next_cursor;
     this.cursors.length = this.page + 1;
     if (this.nextCursor) this.cursors.push(this.nextCursor);

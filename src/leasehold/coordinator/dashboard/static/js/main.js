@@ -16,13 +16,14 @@ import { count } from "./format.js";
 import { StatsHistory } from "./history.js";
 import * as job from "./job.js";
 import * as jobs from "./jobs.js";
+import * as limits from "./limits.js";
 import * as overview from "./overview.js";
 import * as queues from "./queues.js";
 import * as running from "./running.js";
 import * as workers from "./workers.js";
 
 const POLL_MS = 2000;
-const VIEWS = { overview, jobs, running, dead, queues, workers };
+const VIEWS = { overview, jobs, running, dead, queues, limits, workers };
 
 const statsHistory = new StatsHistory();
 let view = null;

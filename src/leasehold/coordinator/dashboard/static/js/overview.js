@@ -124,6 +124,7 @@ export function mount(root, ctx) {
     backlog: new LineChart(
       "Jobs by status",
       [
+        { key: "waiting", name: "waiting" },
         { key: "queued", name: "queued" },
         { key: "running", name: "running" },
         { key: "dead", name: "dead" },
@@ -192,6 +193,7 @@ export function mount(root, ctx) {
     );
     charts.backlog.update(
       {
+        waiting: history.gauge((x) => x.by_status.waiting ?? 0),
         queued: history.gauge((x) => x.by_status.queued),
         running: history.gauge((x) => x.by_status.running),
         dead: history.gauge((x) => x.by_status.dead),

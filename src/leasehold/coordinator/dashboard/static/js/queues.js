@@ -6,7 +6,7 @@ import { fill, h } from "./dom.js";
 import { count, duration } from "./format.js";
 
 const REFRESH_MS = 3000;
-const STATUSES = ["queued", "running", "completed", "dead", "cancelled"];
+const STATUSES = ["waiting", "queued", "running", "completed", "dead", "cancelled"];
 
 function row(queue, act) {
   const state = queue.paused
