@@ -1,0 +1,125 @@
+"""``leasehold_enqueue`` on the application's own connection: asyncpg, or psycopg 3 (sync or
+async). Two statements each: the function, then the job's row (a statement sees what the
+statements before it in its transaction did, not what a function it calls does).
+
+The function is asked to answer a refusal rather than raise it, so a refused job leaves the
+caller's transaction usable (an error raised in PostgreSQL would abort it); the refusal
+is raised here, as the leasehold error its code names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any, Final
+
+from leasehold import job_fields
+from leasehold.errors import (
+    IdempotencyConflict,
+    InvalidGraph,
+    InvalidRequest,
+    LeaseholdError,
+    PayloadTooLarge,
+    TooManyNames,
+)
+from leasehold.model import Job
+
+_BY_CODE: Final[dict[str, type[LeaseholdError]]] = {
+    e.code: e
+    for e in (InvalidRequest, IdempotencyConflict, InvalidGraph, TooManyNames, PayloadTooLarge)
+}
+# Text PostgreSQL cannot store (NUL), as the coordinator's driver refuses it too.
+_UNSTORABLE: Final = ("22P05", "22021")
+
+# JSON read as text on every driver (psycopg would parse it, asyncpg does not); times in UTC.
+_COLUMNS: Final = ", ".join(
+    f"{f.name}::text AS {f.name}" if f.stored is job_fields.Stored.JSON else f.name
+    for f in job_fields.STORED
+)
+_decode: Final[Callable[[Any], Job]] = job_fields.row_decoder(
+    {**job_fields.DECODE, job_fields.Stored.TIME: "{v}.astimezone(_UTC)"},
+    {"_UTC": UTC},
+    by_name=True,
+    name="transactional_job",
+)
+_ENQUEUE: Final = "SELECT id, error, message FROM leasehold_enqueue({}::json, false)"
+_READ: Final = f"SELECT {_COLUMNS} FROM jobs WHERE id = {{}}"
+
+
+def refused(error: str | None, message: str | None) -> LeaseholdError | None:
+    """The error ``leasehold_enqueue`` answered (its code and message), or None."""
+    if error is None:
+        return None
+    return _BY_CODE.get(error, InvalidRequest)(message or None)
+
+
+def unstorable(sqlstate: str | None) -> InvalidRequest | None:
+    """The refusal of text PostgreSQL cannot store (NUL), as the coordinator answers it."""
+    if sqlstate in _UNSTORABLE:
+        return InvalidRequest("the database cannot store a value of this job")
+    return None
+
+
+def kind_of(conn: object) -> str:
+    """Which driver ``conn`` belongs to: "asyncpg", "psycopg" or "psycopg-async"; TypeError
+    for anything else."""
+    module = type(conn).__module__
+    if module.startswith("asyncpg"):
+        return "asyncpg"
+    if module.startswith("psycopg"):
+        import psycopg
+
+        if isinstance(conn, psycopg.AsyncConnection):
+            return "psycopg-async"
+        if isinstance(conn, psycopg.Connection):
+            return "psycopg"
+    raise TypeError(
+        "enqueue in a transaction takes an asyncpg connection or a psycopg (3) connection,"
+        f" not {type(conn).__name__}"
+    )
+
+
+async def insert_asyncpg(conn: Any, argument: str) -> Job:
+    import asyncpg
+
+    try:
+        row = await conn.fetchrow(_ENQUEUE.format("$1"), argument)
+    except asyncpg.PostgresError as exc:
+        if (error := unstorable(exc.sqlstate)) is None:
+            raise
+        raise error from None
+    if (error := refused(row["error"], row["message"])) is not None:
+        raise error
+    return _decode(await conn.fetchrow(_READ.format("$1"), row["id"]))
+
+
+def insert_psycopg(conn: Any, argument: str) -> Job:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with conn.cursor(row_factory=dict_row) as cursor:
+        try:
+            row = cursor.execute(_ENQUEUE.format("%s"), (argument,)).fetchone()
+        except psycopg.Error as exc:
+            if (error := unstorable(exc.sqlstate)) is None:
+                raise
+            raise error from None
+        if (error := refused(row["error"], row["message"])) is not None:
+            raise error
+        return _decode(cursor.execute(_READ.format("%s"), (row["id"],)).fetchone())
+
+
+async def insert_psycopg_async(conn: Any, argument: str) -> Job:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    async with conn.cursor(row_factory=dict_row) as cursor:
+        try:
+            row = await (await cursor.execute(_ENQUEUE.format("%s"), (argument,))).fetchone()
+        except psycopg.Error as exc:
+            if (error := unstorable(exc.sqlstate)) is None:
+                raise
+            raise error from None
+        if (error := refused(row["error"], row["message"])) is not None:
+            raise error
+        return _decode(await (await cursor.execute(_READ.format("%s"), (row["id"],))).fetchone())
