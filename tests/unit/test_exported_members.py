@@ -72,6 +72,7 @@ PUBLIC = {
     ],
     "leasehold.tasks": ["Task", "TaskOptions", "TaskTimeout", "task"],
     "leasehold.conformance": ["Result", "run_vectors"],
+    "leasehold.transactional": ["Options", "enqueue", "enqueue_many", "enqueue_one"],
 }
 
 

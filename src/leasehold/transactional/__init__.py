@@ -44,7 +44,7 @@ from leasehold.transactional._prepare import prepared
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Options", "enqueue", "enqueue_many"]
+__all__ = ["Options", "enqueue", "enqueue_many", "enqueue_one"]
 
 
 class Options(TypedDict, total=False):
@@ -87,18 +87,22 @@ def enqueue(
     conn: Any, kind: str, payload: JSON = None, **options: Unpack[Options]
 ) -> Job | Coroutine[Any, Any, Job]:
     """Add a job in ``conn``'s transaction (see the module's docstring)."""
-    depends_on = options.pop("depends_on", None)
-    new = NewJob(
-        kind,
-        payload,
-        depends_on=None
-        if depends_on is None
-        else tuple(d if isinstance(d, Dependency) else Dependency(d) for d in depends_on),
-        **options,
-    )
+    given: dict[str, Any] = dict(options)
+    depends_on = given.pop("depends_on", None)
+    if depends_on is not None:
+        given["depends_on"] = tuple(
+            d if isinstance(d, Dependency) else Dependency(d) for d in depends_on
+        )
+    new = NewJob(kind, payload, **given)
+    return enqueue_one(conn, new)
+
+
+def enqueue_one(conn: Any, job: NewJob) -> Job | Coroutine[Any, Any, Job]:
+    """Add one ``NewJob`` in ``conn``'s transaction: the job, or (on an async connection) a
+    coroutine answering it. Typed tasks enqueue through this."""
     if _connections.kind_of(conn) == "psycopg":
-        return enqueue_many(conn, [new])[0]
-    return _first(enqueue_many(conn, [new]))
+        return _sync(conn, job)
+    return _first(enqueue_many(conn, [job]))
 
 
 async def _first(jobs: Coroutine[Any, Any, list[Job]]) -> Job:
@@ -121,9 +125,7 @@ def enqueue_many(
 ) -> list[Job] | Coroutine[Any, Any, list[Job]]: ...
 
 
-def enqueue_many(
-    conn: Any, jobs: Sequence[NewJob]
-) -> list[Job] | Coroutine[Any, Any, list[Job]]:
+def enqueue_many(conn: Any, jobs: Sequence[NewJob]) -> list[Job] | Coroutine[Any, Any, list[Job]]:
     """Add these jobs in ``conn``'s transaction, in order, each checked as the HTTP enqueue
     checks it; the first refused raises, and the caller's rollback undoes the others. A job
     may depend on one added before it in the same transaction, by its id."""

@@ -53,7 +53,7 @@ def refused(error: str | None, message: str | None) -> LeaseholdError | None:
     return _BY_CODE.get(error, InvalidRequest)(message or None)
 
 
-def unstorable(sqlstate: str | None) -> InvalidRequest | None:
+def unstorable(sqlstate: str | None) -> LeaseholdError | None:
     """The refusal of text PostgreSQL cannot store (NUL), as the coordinator answers it."""
     if sqlstate in _UNSTORABLE:
         return InvalidRequest("the database cannot store a value of this job")

@@ -305,7 +305,7 @@ RETURNS enqueue_request LANGUAGE plpgsql STABLE AS $$
 DECLARE
     r enqueue_request;
     unknown text;
-    uniq json := job->'unique';
+    uniq json;
     dep json;
 BEGIN
     IF job IS NULL OR json_typeof(job) <> 'object' THEN
@@ -323,6 +323,7 @@ BEGIN
     IF unknown IS NOT NULL THEN
         PERFORM leasehold_refuse('invalid_request', unknown || ': no such field');
     END IF;
+    uniq := job->'unique';
     r.kind := leasehold_text(job, 'kind', 200, true);
     IF r.kind IS NULL THEN
         PERFORM leasehold_refuse('invalid_request', 'kind: required');
