@@ -54,7 +54,7 @@ $$;
 
 -- A text field: NULL when absent or null; refused unless a string of 1 to max_length
 -- characters, and, with rule, a name (above).
-CREATE FUNCTION leasehold_text(job json, field text, max_length integer, rule boolean)
+CREATE FUNCTION leasehold_text(job jsonb, field text, max_length integer, rule boolean)
 RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
     value text := job->>field;
@@ -63,7 +63,7 @@ BEGIN
     IF value IS NULL THEN
         RETURN NULL;
     END IF;
-    IF json_typeof(job->field) <> 'string' THEN
+    IF jsonb_typeof(job->field) <> 'string' THEN
         PERFORM leasehold_refuse('invalid_request', field || ': must be a string');
     END IF;
     IF length(value) < 1 OR length(value) > max_length THEN
@@ -79,13 +79,13 @@ END
 $$;
 
 -- An integer field (a JSON number without fraction or exponent) from low to high.
-CREATE FUNCTION leasehold_integer(value json, field text, low numeric, high numeric)
+CREATE FUNCTION leasehold_integer(value jsonb, field text, low numeric, high numeric)
 RETURNS numeric LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-    IF value IS NULL OR json_typeof(value) = 'null' THEN
+    IF value IS NULL OR jsonb_typeof(value) = 'null' THEN
         RETURN NULL;
     END IF;
-    IF json_typeof(value) <> 'number' OR value::text !~ '^-?[0-9]+$'
+    IF jsonb_typeof(value) <> 'number' OR value::text !~ '^-?[0-9]+$'
             OR value::text::numeric NOT BETWEEN low AND high THEN
         PERFORM leasehold_refuse('invalid_request',
             format('%s: must be an integer from %s to %s', field, low, high));
@@ -95,13 +95,13 @@ END
 $$;
 
 -- A number of seconds, above 0 and at most high.
-CREATE FUNCTION leasehold_seconds(value json, field text, high double precision)
+CREATE FUNCTION leasehold_seconds(value jsonb, field text, high double precision)
 RETURNS double precision LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-    IF value IS NULL OR json_typeof(value) = 'null' THEN
+    IF value IS NULL OR jsonb_typeof(value) = 'null' THEN
         RETURN NULL;
     END IF;
-    IF json_typeof(value) <> 'number' OR value::text::numeric <= 0
+    IF jsonb_typeof(value) <> 'number' OR value::text::numeric <= 0
             OR value::text::numeric > high::numeric THEN
         PERFORM leasehold_refuse('invalid_request',
             format('%s: must be a number of seconds above 0, at most %s', field, high));
@@ -111,7 +111,7 @@ END
 $$;
 
 -- A time: RFC 3339 text with an offset, from 1970 to 9998 (UTC), as every backend stores.
-CREATE FUNCTION leasehold_time(job json, field text) RETURNS timestamptz
+CREATE FUNCTION leasehold_time(job jsonb, field text) RETURNS timestamptz
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     value text := job->>field;
@@ -120,7 +120,7 @@ BEGIN
     IF value IS NULL THEN
         RETURN NULL;
     END IF;
-    IF json_typeof(job->field) <> 'string' OR value !~
+    IF jsonb_typeof(job->field) <> 'string' OR value !~
             '^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?([Zz]|[+-][0-9]{2}:[0-9]{2})$' THEN
         PERFORM leasehold_refuse('invalid_request',
             field || ': must be an RFC 3339 date-time with an offset');
@@ -183,20 +183,20 @@ END
 $$;
 
 -- Headers: up to 16, names of 1 to 64 of [A-Za-z0-9_.-], values names of up to 512.
-CREATE FUNCTION leasehold_headers(value json) RETURNS text
+CREATE FUNCTION leasehold_headers(value jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
     header record;
     n integer := 0;
 BEGIN
-    IF value IS NULL OR json_typeof(value) = 'null' THEN
+    IF value IS NULL OR jsonb_typeof(value) = 'null' THEN
         RETURN NULL;
     END IF;
-    IF json_typeof(value) <> 'object' THEN
+    IF jsonb_typeof(value) <> 'object' THEN
         PERFORM leasehold_refuse('invalid_request', 'headers: must be an object of strings');
     END IF;
-    FOR header IN SELECT key, json_typeof(e.value) AS type, e.value #>> '{}' AS text_
-                  FROM json_each(value) AS e LOOP
+    FOR header IN SELECT key, jsonb_typeof(e.value) AS type, e.value #>> '{}' AS text_
+                  FROM jsonb_each(value) AS e LOOP
         n := n + 1;
         IF header.key !~ '^[A-Za-z0-9_.-]{1,64}$' THEN
             PERFORM leasehold_refuse('invalid_request',
@@ -211,7 +211,7 @@ BEGIN
     IF n > 16 THEN
         PERFORM leasehold_refuse('invalid_request', 'headers: at most 16');
     END IF;
-    RETURN (value::jsonb)::text;
+    RETURN value::text;
 END
 $$;
 
@@ -305,8 +305,9 @@ RETURNS enqueue_request LANGUAGE plpgsql STABLE AS $$
 DECLARE
     r enqueue_request;
     unknown text;
-    uniq json;
-    dep json;
+    jb jsonb;
+    uniq jsonb;
+    dep jsonb;
 BEGIN
     IF job IS NULL OR json_typeof(job) <> 'object' THEN
         PERFORM leasehold_refuse('invalid_request', 'the job must be a JSON object');
@@ -316,75 +317,76 @@ BEGIN
     IF job::text ~ '(^|[^\\])(\\\\)*\\u0000' THEN
         PERFORM leasehold_refuse('invalid_request', 'must not contain the NUL character (\u0000)');
     END IF;
-    SELECT key INTO unknown FROM json_object_keys(job) AS key WHERE key NOT IN (
+    jb := job::jsonb;  -- read once; the payload is checked as given, below
+    SELECT key INTO unknown FROM jsonb_object_keys(jb) AS key WHERE key NOT IN (
         'kind', 'payload', 'max_attempts', 'run_after', 'idempotency_key', 'request_hash',
         'also_matches', 'priority', 'queue', 'headers', 'timeout_seconds', 'depends_on',
         'group_key', 'weight', 'start_by', 'unique', 'unique_key') LIMIT 1;
     IF unknown IS NOT NULL THEN
         PERFORM leasehold_refuse('invalid_request', unknown || ': no such field');
     END IF;
-    uniq := job->'unique';
-    r.kind := leasehold_text(job, 'kind', 200, true);
+    uniq := jb->'unique';
+    r.kind := leasehold_text(jb, 'kind', 200, true);
     IF r.kind IS NULL THEN
         PERFORM leasehold_refuse('invalid_request', 'kind: required');
     END IF;
-    r.queue := coalesce(leasehold_text(job, 'queue', 100, true), 'default');
-    r.group_key := leasehold_text(job, 'group_key', 200, true);
-    r.idempotency_key := leasehold_text(job, 'idempotency_key', 255, true);
+    r.queue := coalesce(leasehold_text(jb, 'queue', 100, true), 'default');
+    r.group_key := leasehold_text(jb, 'group_key', 200, true);
+    r.idempotency_key := leasehold_text(jb, 'idempotency_key', 255, true);
     IF r.idempotency_key LIKE 'schedule:%' THEN
         PERFORM leasehold_refuse('invalid_request',
             'idempotency_key: keys starting with ''schedule:'' are the scheduler''s');
     END IF;
-    r.request_hash := leasehold_text(job, 'request_hash', 64, false);
+    r.request_hash := leasehold_text(jb, 'request_hash', 64, false);
     IF r.request_hash IS NULL OR r.request_hash !~ '^[0-9a-f]{64}$' THEN
         PERFORM leasehold_refuse('invalid_request', 'request_hash: must be 64 hex digits');
     END IF;
     r.also_matches := '{}';
-    IF json_typeof(job->'also_matches') = 'array' THEN
-        r.also_matches := ARRAY(SELECT json_array_elements_text(job->'also_matches'));
-    ELSIF coalesce(json_typeof(job->'also_matches'), 'null') <> 'null' THEN
+    IF jsonb_typeof(jb->'also_matches') = 'array' THEN
+        r.also_matches := ARRAY(SELECT jsonb_array_elements_text(jb->'also_matches'));
+    ELSIF coalesce(jsonb_typeof(jb->'also_matches'), 'null') <> 'null' THEN
         PERFORM leasehold_refuse('invalid_request', 'also_matches: must be a list');
     END IF;
-    r.max_attempts := coalesce(leasehold_integer(job->'max_attempts', 'max_attempts', 1, 1000), 5);
-    r.priority := coalesce(leasehold_integer(job->'priority', 'priority', -1000, 1000), 0);
-    r.weight := coalesce(leasehold_integer(job->'weight', 'weight', 1, 1000000), 1);
-    r.timeout_seconds := leasehold_seconds(job->'timeout_seconds', 'timeout_seconds', 86400);
-    r.run_after := leasehold_time(job, 'run_after');
-    r.start_by := leasehold_time(job, 'start_by');
-    r.headers := leasehold_headers(job->'headers');
+    r.max_attempts := coalesce(leasehold_integer(jb->'max_attempts', 'max_attempts', 1, 1000), 5);
+    r.priority := coalesce(leasehold_integer(jb->'priority', 'priority', -1000, 1000), 0);
+    r.weight := coalesce(leasehold_integer(jb->'weight', 'weight', 1, 1000000), 1);
+    r.timeout_seconds := leasehold_seconds(jb->'timeout_seconds', 'timeout_seconds', 86400);
+    r.run_after := leasehold_time(jb, 'run_after');
+    r.start_by := leasehold_time(jb, 'start_by');
+    r.headers := leasehold_headers(jb->'headers');
     r.payload := leasehold_payload(job->'payload', max_payload_bytes);
-    IF coalesce(json_typeof(uniq), 'null') <> 'null' THEN
-        r.unique_key := leasehold_text(job, 'unique_key', 100, false);
-        IF r.unique_key IS NULL OR json_typeof(uniq) <> 'object'
-                OR coalesce(json_typeof(uniq->'states'), 'null') <> 'array'
-                OR json_array_length(uniq->'states') = 0 THEN
+    IF coalesce(jsonb_typeof(uniq), 'null') <> 'null' THEN
+        r.unique_key := leasehold_text(jb, 'unique_key', 100, false);
+        IF r.unique_key IS NULL OR jsonb_typeof(uniq) <> 'object'
+                OR coalesce(jsonb_typeof(uniq->'states'), 'null') <> 'array'
+                OR jsonb_array_length(uniq->'states') = 0 THEN
             PERFORM leasehold_refuse('invalid_request',
                 'unique: must be an object with its states, and unique_key given');
         END IF;
-        r.unique_states := ARRAY(SELECT json_array_elements_text(uniq->'states'));
+        r.unique_states := ARRAY(SELECT jsonb_array_elements_text(uniq->'states'));
         IF NOT r.unique_states <@ ARRAY['waiting', 'queued', 'running', 'completed', 'dead',
                                         'cancelled'] THEN
             PERFORM leasehold_refuse('invalid_request', 'unique.states: must be job statuses');
         END IF;
         r.unique_period := leasehold_seconds(uniq->'period_seconds', 'unique.period_seconds',
                                              366 * 86400);
-        IF coalesce(json_typeof(uniq->'replace'), 'null') NOT IN ('boolean', 'null') THEN
+        IF coalesce(jsonb_typeof(uniq->'replace'), 'null') NOT IN ('boolean', 'null') THEN
             PERFORM leasehold_refuse('invalid_request', 'unique.replace: must be true or false');
         END IF;
         r.unique_replace := coalesce((uniq->>'replace')::boolean, false);
-    ELSIF coalesce(json_typeof(job->'unique_key'), 'null') <> 'null' THEN
+    ELSIF coalesce(jsonb_typeof(jb->'unique_key'), 'null') <> 'null' THEN
         PERFORM leasehold_refuse('invalid_request', 'unique_key: given without unique');
     END IF;
     r.parents := '{}';
     r.modes := '{}';
-    IF coalesce(json_typeof(job->'depends_on'), 'null') <> 'null' THEN
-        IF json_typeof(job->'depends_on') <> 'array' OR json_array_length(job->'depends_on') = 0
-                OR json_array_length(job->'depends_on') > 10000 THEN
+    IF coalesce(jsonb_typeof(jb->'depends_on'), 'null') <> 'null' THEN
+        IF jsonb_typeof(jb->'depends_on') <> 'array' OR jsonb_array_length(jb->'depends_on') = 0
+                OR jsonb_array_length(jb->'depends_on') > 10000 THEN
             PERFORM leasehold_refuse('invalid_request',
                 'depends_on: must be a list of 1 to 10000 [id, on_failure] pairs');
         END IF;
-        FOR dep IN SELECT json_array_elements(job->'depends_on') LOOP
-            IF json_typeof(dep) <> 'array' OR json_array_length(dep) <> 2
+        FOR dep IN SELECT jsonb_array_elements(jb->'depends_on') LOOP
+            IF jsonb_typeof(dep) <> 'array' OR jsonb_array_length(dep) <> 2
                     OR coalesce(dep->>1, '') NOT IN ('cancel', 'run') THEN
                 PERFORM leasehold_refuse('invalid_request',
                     'depends_on: must be a list of [id, on_failure] pairs');
