@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import runpy
+import sys
 import time
+import types
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -29,6 +34,7 @@ from leasehold.model import Dependency, Job, JobStatus, OnFailure, Unique
 from leasehold.tasks import task
 from leasehold.transactional import enqueue
 from tests.inproc import quick_settings, serve_app
+from tests.integration.test_readme import README, blocks, console
 from tests.pgserver import PgServer, _run_coroutine
 
 pytestmark = pytest.mark.postgres
@@ -345,14 +351,12 @@ async def test_psycopg_async_and_typed_tasks(url: str, conn: asyncpg.Connection)
 
 
 async def test_the_producer_role_enqueues_and_reads_but_changes_nothing_else(
-    pg_server: PgServer, url: str, conn: asyncpg.Connection
+    url: str, conn: asyncpg.Connection
 ) -> None:
-    """A role granted what DESIGN.md §24 lists may enqueue and read jobs; it may neither
-    lease nor change one, nor write the tables behind the enqueue."""
+    """The role README's SQL makes may enqueue and read jobs; it may neither lease nor
+    change one, nor write the tables behind the enqueue."""
     role = f"app_{uuid.uuid4().hex[:8]}"
-    await conn.execute(f"CREATE ROLE {role} LOGIN")
-    for statement in _GRANTS:
-        await conn.execute(statement.format(role=role))
+    await conn.execute(blocks()["producer-role"].replace("shop_app", role))
     app = await asyncpg.connect(url.replace("//postgres@", f"//{role}@"))
     try:
         async with app.transaction():
@@ -370,13 +374,6 @@ async def test_the_producer_role_enqueues_and_reads_but_changes_nothing_else(
     finally:
         await app.close()
         await conn.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
-
-
-# What an operator grants an application's role (README, "Enqueue in your transaction").
-_GRANTS = (
-    "GRANT EXECUTE ON FUNCTION leasehold_enqueue(json, boolean) TO {role}",
-    "GRANT SELECT ON jobs TO {role}",
-)
 
 
 @pytest.mark.parametrize(
@@ -449,3 +446,47 @@ async def test_the_caps_on_names_hold_in_the_database(conn: asyncpg.Connection) 
 
     with pytest.raises(Boom):
         await with_caps_down_to_what_there_is()
+
+
+def test_the_readmes_example_runs_as_the_role_it_grants(
+    url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """README's role, made by its own SQL, runs README's sign-up with README's typed task,
+    and prints what README shows."""
+    found = blocks()
+    role = f"shop_{uuid.uuid4().hex[:8]}"
+    tasks_py = re.search(r"```python\n(# tasks\.py\n.*?)```", README.read_text(), re.S)
+    assert tasks_py is not None
+
+    async def grant() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(found["producer-role"].replace("shop_app", role))
+            await conn.execute("CREATE TABLE IF NOT EXISTS accounts (email text)")
+            await conn.execute(f"GRANT INSERT ON accounts TO {role}")
+        finally:
+            await conn.close()
+
+    async def revoke() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+        finally:
+            await conn.close()
+
+    _run_coroutine(grant())
+    try:
+        tasks = types.ModuleType("tasks")
+        exec(compile(tasks_py.group(1), "tasks.py", "exec"), tasks.__dict__)
+        monkeypatch.setitem(sys.modules, "tasks", tasks)
+        monkeypatch.setenv("SHOP_DATABASE_URL", url.replace("//postgres@", f"//{role}@"))
+        (tmp_path / "signup.py").write_text(found["signup.py"])
+        runpy.run_path(str(tmp_path / "signup.py"), run_name="__main__")
+    finally:
+        _run_coroutine(revoke())
+    (step,) = console(found["signup-run"])
+    assert step.command == "python signup.py"
+    assert capsys.readouterr().out.splitlines() == step.output

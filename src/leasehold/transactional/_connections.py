@@ -1,6 +1,5 @@
 """``leasehold_enqueue`` on the application's own connection: asyncpg, or psycopg 3 (sync or
-async). Two statements each: the function, then the job's row (a statement sees what the
-statements before it in its transaction did, not what a function it calls does).
+async). One statement each: the function, and the job it answers with.
 
 The function is asked to answer a refusal rather than raise it, so a refused job leaves the
 caller's transaction usable (an error raised in PostgreSQL would abort it); the refusal
@@ -31,19 +30,25 @@ _BY_CODE: Final[dict[str, type[LeaseholdError]]] = {
 # Text PostgreSQL cannot store (NUL), as the coordinator's driver refuses it too.
 _UNSTORABLE: Final = ("22P05", "22021")
 
-# JSON read as text on every driver (psycopg would parse it, asyncpg does not); times in UTC.
+# The enqueue and the job it answers with, in one statement (one round trip): the job's
+# columns with JSON as text on every driver (psycopg would parse it, asyncpg does not).
 _COLUMNS: Final = ", ".join(
-    f"{f.name}::text AS {f.name}" if f.stored is job_fields.Stored.JSON else f.name
+    f"j.{f.name}::text AS {f.name}" if f.stored is job_fields.Stored.JSON else f"j.{f.name}"
     for f in job_fields.STORED
 )
+_ENQUEUE: Final = (
+    f"SELECT e.error, e.message, {_COLUMNS} FROM leasehold_enqueue({{}}::json, false) AS e"
+    " LEFT JOIN LATERAL leasehold_job(e.id) AS j ON true"
+)
+_ASYNCPG: Final = _ENQUEUE.format("$1")
+_PSYCOPG: Final = _ENQUEUE.format("%s")
+# Times in UTC, as everywhere else (psycopg gives them in the session's time zone).
 _decode: Final[Callable[[Any], Job]] = job_fields.row_decoder(
     {**job_fields.DECODE, job_fields.Stored.TIME: "{v}.astimezone(_UTC)"},
     {"_UTC": UTC},
     by_name=True,
     name="transactional_job",
 )
-_ENQUEUE: Final = "SELECT id, error, message FROM leasehold_enqueue({}::json, false)"
-_READ: Final = f"SELECT {_COLUMNS} FROM jobs WHERE id = {{}}"
 
 
 def refused(error: str | None, message: str | None) -> LeaseholdError | None:
@@ -83,14 +88,14 @@ async def insert_asyncpg(conn: Any, argument: str) -> Job:
     import asyncpg
 
     try:
-        row = await conn.fetchrow(_ENQUEUE.format("$1"), argument)
+        row = await conn.fetchrow(_ASYNCPG, argument)
     except asyncpg.PostgresError as exc:
         if (error := unstorable(exc.sqlstate)) is None:
             raise
         raise error from None
     if (error := refused(row["error"], row["message"])) is not None:
         raise error
-    return _decode(await conn.fetchrow(_READ.format("$1"), row["id"]))
+    return _decode(row)
 
 
 def insert_psycopg(conn: Any, argument: str) -> Job:
@@ -99,14 +104,14 @@ def insert_psycopg(conn: Any, argument: str) -> Job:
 
     with conn.cursor(row_factory=dict_row) as cursor:
         try:
-            row = cursor.execute(_ENQUEUE.format("%s"), (argument,)).fetchone()
+            row = cursor.execute(_PSYCOPG, (argument,)).fetchone()
         except psycopg.Error as exc:
             if (error := unstorable(exc.sqlstate)) is None:
                 raise
             raise error from None
-        if (error := refused(row["error"], row["message"])) is not None:
-            raise error
-        return _decode(cursor.execute(_READ.format("%s"), (row["id"],)).fetchone())
+    if (error := refused(row["error"], row["message"])) is not None:
+        raise error
+    return _decode(row)
 
 
 async def insert_psycopg_async(conn: Any, argument: str) -> Job:
@@ -115,11 +120,11 @@ async def insert_psycopg_async(conn: Any, argument: str) -> Job:
 
     async with conn.cursor(row_factory=dict_row) as cursor:
         try:
-            row = await (await cursor.execute(_ENQUEUE.format("%s"), (argument,))).fetchone()
+            row = await (await cursor.execute(_PSYCOPG, (argument,))).fetchone()
         except psycopg.Error as exc:
             if (error := unstorable(exc.sqlstate)) is None:
                 raise
             raise error from None
-        if (error := refused(row["error"], row["message"])) is not None:
-            raise error
-        return _decode(await (await cursor.execute(_READ.format("%s"), (row["id"],))).fetchone())
+    if (error := refused(row["error"], row["message"])) is not None:
+        raise error
+    return _decode(row)

@@ -586,6 +586,16 @@ BEGIN
 END
 $$;
 
+-- A job as it stands for the caller's transaction, read with the caller's rights: after
+-- leasehold_enqueue in the same statement (a volatile function's query sees what the
+-- statement did before it), so that an enqueue is one round trip.
+CREATE FUNCTION leasehold_job(job_id bigint) RETURNS SETOF jobs
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RETURN QUERY SELECT * FROM jobs WHERE jobs.id = job_id;
+END
+$$;
+
 -- What runs as the tables' owner is found in their schema, never through the caller's
 -- search_path; and only the roles an operator grants may call it.
 DO $$
