@@ -29,7 +29,13 @@ import pytest
 from leasehold.client import Client
 from leasehold.coordinator.service.requests import Enqueue
 from leasehold.coordinator.store.open import open_store
-from leasehold.errors import IdempotencyConflict, InvalidGraph, InvalidRequest, TooManyNames
+from leasehold.errors import (
+    IdempotencyConflict,
+    InvalidGraph,
+    InvalidRequest,
+    TooManyNames,
+    Unavailable,
+)
 from leasehold.model import Dependency, Job, JobStatus, OnFailure, Unique
 from leasehold.tasks import task
 from leasehold.transactional import enqueue
@@ -490,3 +496,14 @@ def test_the_readmes_example_runs_as_the_role_it_grants(
     (step,) = console(found["signup-run"])
     assert step.command == "python signup.py"
     assert capsys.readouterr().out.splitlines() == step.output
+
+
+async def test_a_database_without_the_function_says_what_to_do(url: str) -> None:
+    """A connection that does not find leasehold_enqueue (no coordinator of this release
+    has migrated the database, or another search_path) is told so, not given SQL's error."""
+    lost = await asyncpg.connect(url, server_settings={"search_path": "pg_catalog"})
+    try:
+        with pytest.raises(Unavailable, match="search_path"):
+            await enqueue(lost, kind(), None)
+    finally:
+        await lost.close()

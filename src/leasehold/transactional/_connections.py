@@ -20,6 +20,7 @@ from leasehold.errors import (
     LeaseholdError,
     PayloadTooLarge,
     TooManyNames,
+    Unavailable,
 )
 from leasehold.model import Job
 
@@ -29,6 +30,7 @@ _BY_CODE: Final[dict[str, type[LeaseholdError]]] = {
 }
 # Text PostgreSQL cannot store (NUL), as the coordinator's driver refuses it too.
 _UNSTORABLE: Final = ("22P05", "22021")
+_UNDEFINED_FUNCTION: Final = "42883"
 
 # The enqueue and the job it answers with, in one statement (one round trip): the job's
 # columns with JSON as text on every driver (psycopg would parse it, asyncpg does not).
@@ -58,10 +60,18 @@ def refused(error: str | None, message: str | None) -> LeaseholdError | None:
     return _BY_CODE.get(error, InvalidRequest)(message or None)
 
 
-def unstorable(sqlstate: str | None) -> LeaseholdError | None:
-    """The refusal of text PostgreSQL cannot store (NUL), as the coordinator answers it."""
+def translated(sqlstate: str | None) -> LeaseholdError | None:
+    """The error a database error stands for: text PostgreSQL cannot store (NUL), refused
+    as the coordinator refuses it; a database whose schema has no leasehold_enqueue yet
+    (no coordinator of this release has started on it), or a search_path that misses it."""
     if sqlstate in _UNSTORABLE:
         return InvalidRequest("the database cannot store a value of this job")
+    if sqlstate == _UNDEFINED_FUNCTION:
+        return Unavailable(
+            "the database has no leasehold_enqueue on this connection's search_path: a"
+            " coordinator of this release adds it when it starts (migration 012); connect"
+            " with the search_path the coordinators use"
+        )
     return None
 
 
@@ -90,7 +100,7 @@ async def insert_asyncpg(conn: Any, argument: str) -> Job:
     try:
         row = await conn.fetchrow(_ASYNCPG, argument)
     except asyncpg.PostgresError as exc:
-        if (error := unstorable(exc.sqlstate)) is None:
+        if (error := translated(exc.sqlstate)) is None:
             raise
         raise error from None
     if (error := refused(row["error"], row["message"])) is not None:
@@ -106,7 +116,7 @@ def insert_psycopg(conn: Any, argument: str) -> Job:
         try:
             row = cursor.execute(_PSYCOPG, (argument,)).fetchone()
         except psycopg.Error as exc:
-            if (error := unstorable(exc.sqlstate)) is None:
+            if (error := translated(exc.sqlstate)) is None:
                 raise
             raise error from None
     if (error := refused(row["error"], row["message"])) is not None:
@@ -122,7 +132,7 @@ async def insert_psycopg_async(conn: Any, argument: str) -> Job:
         try:
             row = await (await cursor.execute(_PSYCOPG, (argument,))).fetchone()
         except psycopg.Error as exc:
-            if (error := unstorable(exc.sqlstate)) is None:
+            if (error := translated(exc.sqlstate)) is None:
                 raise
             raise error from None
     if (error := refused(row["error"], row["message"])) is not None:
