@@ -8,7 +8,8 @@ is raised here, as the leasehold error its code names.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from datetime import UTC
 from typing import Any, Final
 
@@ -97,44 +98,40 @@ def kind_of(conn: object) -> str:
 async def insert_asyncpg(conn: Any, argument: str) -> Job:
     import asyncpg
 
-    try:
-        row = await conn.fetchrow(_ASYNCPG, argument)
-    except asyncpg.PostgresError as exc:
-        if (error := translated(exc.sqlstate)) is None:
-            raise
-        raise error from None
-    if (error := refused(row["error"], row["message"])) is not None:
-        raise error
-    return _decode(row)
+    with _database_errors(asyncpg.PostgresError):
+        return _answered(await conn.fetchrow(_ASYNCPG, argument))
 
 
 def insert_psycopg(conn: Any, argument: str) -> Job:
     import psycopg
     from psycopg.rows import dict_row
 
-    with conn.cursor(row_factory=dict_row) as cursor:
-        try:
-            row = cursor.execute(_PSYCOPG, (argument,)).fetchone()
-        except psycopg.Error as exc:
-            if (error := translated(exc.sqlstate)) is None:
-                raise
-            raise error from None
-    if (error := refused(row["error"], row["message"])) is not None:
-        raise error
-    return _decode(row)
+    with _database_errors(psycopg.Error), conn.cursor(row_factory=dict_row) as cursor:
+        return _answered(cursor.execute(_PSYCOPG, (argument,)).fetchone())
 
 
 async def insert_psycopg_async(conn: Any, argument: str) -> Job:
     import psycopg
     from psycopg.rows import dict_row
 
-    async with conn.cursor(row_factory=dict_row) as cursor:
-        try:
-            row = await (await cursor.execute(_PSYCOPG, (argument,))).fetchone()
-        except psycopg.Error as exc:
-            if (error := translated(exc.sqlstate)) is None:
-                raise
-            raise error from None
+    with _database_errors(psycopg.Error):
+        async with conn.cursor(row_factory=dict_row) as cursor:
+            return _answered(await (await cursor.execute(_PSYCOPG, (argument,))).fetchone())
+
+
+@contextlib.contextmanager
+def _database_errors(driver_error: type[Exception]) -> Iterator[None]:
+    """The driver's errors that stand for a leasehold error, raised as that error."""
+    try:
+        yield
+    except driver_error as exc:
+        if (error := translated(getattr(exc, "sqlstate", None))) is None:
+            raise
+        raise error from None
+
+
+def _answered(row: Any) -> Job:
+    """The job of ``leasehold_enqueue``'s answer, or the refusal it answered, raised."""
     if (error := refused(row["error"], row["message"])) is not None:
         raise error
     return _decode(row)

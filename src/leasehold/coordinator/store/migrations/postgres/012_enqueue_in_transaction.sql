@@ -403,23 +403,24 @@ BEGIN
 END
 $$;
 
--- The job stored under this request's idempotency key (for its kind), or NULL; the
--- refusal when the key was used by a different request.
-CREATE FUNCTION leasehold_enqueue_used(r enqueue_request) RETURNS bigint
-LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    found_ jobs%ROWTYPE;
+-- The job stored under this request's idempotency key (for its kind), if any, and whether
+-- it was stored by the same request (else the key is refused: a key means one request).
+CREATE FUNCTION leasehold_enqueue_used(r enqueue_request, OUT job_id bigint, OUT same boolean)
+LANGUAGE sql STABLE AS $$
+    SELECT id, request_hash IS NOT DISTINCT FROM r.request_hash
+               OR coalesce(request_hash = ANY(r.also_matches), false)
+    FROM jobs WHERE kind = r.kind AND idempotency_key = r.idempotency_key
+$$;
+
+-- A refusal, raised (SQLSTATE LH422) or answered as leasehold_enqueue's row.
+CREATE FUNCTION leasehold_refusal(refuse boolean, code text, reason text)
+RETURNS TABLE (id bigint, created boolean, duplicate boolean, error text, message text)
+LANGUAGE plpgsql AS $$
 BEGIN
-    SELECT * INTO found_ FROM jobs WHERE kind = r.kind AND idempotency_key = r.idempotency_key;
-    IF NOT FOUND THEN
-        RETURN NULL;
+    IF refuse THEN
+        PERFORM leasehold_refuse(code, reason);
     END IF;
-    IF NOT (found_.request_hash IS NOT DISTINCT FROM r.request_hash
-            OR coalesce(found_.request_hash = ANY(r.also_matches), false)) THEN
-        PERFORM leasehold_refuse('idempotency_conflict', format(
-            'the idempotency key was used for job %s with a different request', found_.id));
-    END IF;
-    RETURN found_.id;
+    RETURN QUERY SELECT NULL::bigint, false, false, code, reason;
 END
 $$;
 
@@ -439,6 +440,7 @@ DECLARE
     caps enqueue_caps;
     r enqueue_request;
     used bigint;
+    same boolean;
     missing bigint;
     dup jobs%ROWTYPE;
     has_dup boolean := false;
@@ -453,7 +455,11 @@ BEGIN
         r := leasehold_enqueue_request(job, caps.max_payload_bytes);
         PERFORM leasehold_admit_names(r.kind, r.queue, r.group_key, caps);
         IF r.idempotency_key IS NOT NULL THEN
-            used := leasehold_enqueue_used(r);
+            SELECT * INTO used, same FROM leasehold_enqueue_used(r);
+            IF NOT same THEN
+                PERFORM leasehold_refuse('idempotency_conflict', format(
+                    'the idempotency key was used for job %s with a different request', used));
+            END IF;
         END IF;
         IF used IS NULL AND r.unique_key IS NOT NULL THEN
             -- The store's lock on the fingerprint: enqueues of one unique job take turns.
@@ -466,11 +472,18 @@ BEGIN
             has_dup := FOUND;
         END IF;
         IF used IS NULL AND NOT has_dup AND cardinality(r.parents) > 0 THEN
+            -- Looked at before they are locked (below), so that a refusal locks nothing;
+            -- a job's depth never changes.
             SELECT p INTO missing FROM unnest(r.parents) WITH ORDINALITY AS d(p, n)
             WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = d.p) ORDER BY d.n LIMIT 1;
             IF missing IS NOT NULL THEN
                 PERFORM leasehold_refuse('invalid_graph', format(
                     'no job has id %s: a job may depend only on jobs that exist', missing));
+            END IF;
+            SELECT max(depth) + 1 INTO depth_ FROM jobs WHERE jobs.id = ANY(r.parents);
+            IF depth_ > 1000 THEN
+                PERFORM leasehold_refuse('invalid_graph', format(
+                    'the job would sit %s parents deep; at most 1000 are allowed', depth_));
             END IF;
         END IF;
     EXCEPTION WHEN SQLSTATE 'LH422' THEN
@@ -478,7 +491,7 @@ BEGIN
             RAISE;
         END IF;
         GET STACKED DIAGNOSTICS e_code = PG_EXCEPTION_DETAIL, e_message = MESSAGE_TEXT;
-        RETURN QUERY SELECT NULL::bigint, false, false, e_code, e_message;
+        RETURN QUERY SELECT * FROM leasehold_refusal(false, e_code, e_message);
         RETURN;
     END;
 
@@ -504,20 +517,15 @@ BEGIN
     IF cardinality(r.parents) > 0 THEN
         PERFORM 1 FROM jobs WHERE jobs.id = ANY(r.parents) ORDER BY jobs.id FOR UPDATE;
         FOR parent IN
-            SELECT d.p, d.m, jobs.status, jobs.depth
+            SELECT d.p, d.m, jobs.status
             FROM unnest(r.parents, r.modes) WITH ORDINALITY AS d(p, m, n)
             LEFT JOIN jobs ON jobs.id = d.p ORDER BY d.n
         LOOP
             IF parent.status IS NULL THEN  -- deleted since it was looked at
-                IF refuse THEN
-                    PERFORM leasehold_refuse('invalid_graph', format(
-                        'no job has id %s: a job may depend only on jobs that exist', parent.p));
-                END IF;
-                RETURN QUERY SELECT NULL::bigint, false, false, 'invalid_graph', format(
-                    'no job has id %s: a job may depend only on jobs that exist', parent.p);
+                RETURN QUERY SELECT * FROM leasehold_refusal(refuse, 'invalid_graph', format(
+                    'no job has id %s: a job may depend only on jobs that exist', parent.p));
                 RETURN;
             END IF;
-            depth_ := greatest(depth_, parent.depth + 1);
             CONTINUE WHEN parent.status = 'completed'
                 OR (parent.m = 'run' AND parent.status IN ('dead', 'cancelled'));
             IF blocked IS NULL AND parent.m = 'cancel' AND parent.status IN ('dead', 'cancelled') THEN
@@ -527,15 +535,6 @@ BEGIN
             END IF;
             waiting := waiting + 1;
         END LOOP;
-        IF depth_ > 1000 THEN
-            IF refuse THEN
-                PERFORM leasehold_refuse('invalid_graph', format(
-                    'the job would sit %s parents deep; at most 1000 are allowed', depth_));
-            END IF;
-            RETURN QUERY SELECT NULL::bigint, false, false, 'invalid_graph', format(
-                'the job would sit %s parents deep; at most 1000 are allowed', depth_);
-            RETURN;
-        END IF;
         IF blocked IS NOT NULL THEN
             status_ := 'cancelled';
             waiting := 0;
@@ -556,16 +555,12 @@ BEGIN
     ON CONFLICT (kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING jobs.id INTO made;
     IF made IS NULL THEN  -- the key was taken meanwhile, by a transaction that committed
-        BEGIN
-            used := leasehold_enqueue_used(r);
-        EXCEPTION WHEN SQLSTATE 'LH422' THEN
-            IF refuse THEN
-                RAISE;
-            END IF;
-            GET STACKED DIAGNOSTICS e_code = PG_EXCEPTION_DETAIL, e_message = MESSAGE_TEXT;
-            RETURN QUERY SELECT NULL::bigint, false, false, e_code, e_message;
+        SELECT * INTO used, same FROM leasehold_enqueue_used(r);
+        IF NOT same THEN
+            RETURN QUERY SELECT * FROM leasehold_refusal(refuse, 'idempotency_conflict', format(
+                'the idempotency key was used for job %s with a different request', used));
             RETURN;
-        END;
+        END IF;
         RETURN QUERY SELECT used, false, false, NULL::text, NULL::text;
         RETURN;
     END IF;
