@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Task", "TaskOptions", "TaskTimeout", "task"]
 
+# The drivers whose connections a task enqueues through in their transaction.
+_DATABASE_DRIVERS = frozenset({"asyncpg", "psycopg"})
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -175,11 +178,11 @@ class Task(Generic[P, R]):
         new = self._new(args, kwargs)
         if isinstance(client, SyncClient):
             return Handle(client, client.enqueue_many([new])[0], self.decode)
-        if isinstance(client, Client):
-            return self._enqueue(client, new)
-        from leasehold import transactional  # imports the coordinator's checks: on first use
+        if type(client).__module__.partition(".")[0] in _DATABASE_DRIVERS:
+            from leasehold import transactional  # the coordinator's checks: on first use
 
-        return transactional.enqueue_one(client, new)
+            return transactional.enqueue_one(client, new)
+        return self._enqueue(client, new)
 
     async def _enqueue(self, client: Client, new: NewJob) -> AsyncHandle[R]:
         (job,) = await client.enqueue_many([new])

@@ -1,8 +1,8 @@
 """A job made ready for ``leasehold_enqueue``: checked as the coordinator's HTTP enqueue
 checks it, with the fingerprints the coordinator would give it.
 
-The body is the one the HTTP client sends (``client.NewJob.body``: a made-up idempotency key
-when none is given, the trace context in the headers), encoded and read back as the
+The body is the one the HTTP client sends (``client.NewJob.body``, with the trace context in
+its headers; without the key it makes up when none is given), encoded and read back as the
 coordinator reads a request, then validated by the coordinator's own wire model
 (``EnqueueRequest``) and made into its ``NewJob`` (``Enqueue.new_job``): defaults, the
 request's fingerprint (idempotency), the unique fingerprint and the states a duplicate may
@@ -27,8 +27,12 @@ from leasehold.errors import InvalidRequest
 def prepared(job: NewJob) -> str:
     """The argument of ``leasehold_enqueue`` for ``job``, as JSON text; InvalidRequest
     (or a subclass) for what the coordinator would answer 422."""
-    new = _checked(job.body())
-    return orjson.dumps(_argument(new)).decode()
+    body = job.body()
+    if job.idempotency_key is None:
+        # The HTTP client makes one up, for its own retries of a request whose answer was
+        # lost; a statement in the caller's transaction is not retried that way.
+        del body["idempotency_key"]
+    return orjson.dumps(_argument(_checked(body))).decode()
 
 
 def _checked(body: dict[str, Any]) -> StoredJob:
