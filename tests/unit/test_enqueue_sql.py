@@ -1,6 +1,6 @@
-"""The name rule that ``leasehold_enqueue`` (PostgreSQL migration 012) applies in the
-database is the coordinator's (``fields.name_problem``): its character classes, written out
-as ranges in the SQL, are the ones Python's ``unicodedata`` gives."""
+"""What ``leasehold_enqueue`` (PostgreSQL migration 012) writes out in SQL agrees with the
+coordinator's own homes: the name rule's character classes (``fields.name_problem``) are the
+ones Python's ``unicodedata`` gives, and every bound and default is the wire model's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,29 @@ import sys
 import unicodedata
 from importlib import resources
 
-from leasehold.coordinator.rules.userjson import has_invisible
+from leasehold.coordinator.api.schemas.fields import (
+    MAX_KEY_LENGTH,
+    MAX_KIND_LENGTH,
+    MAX_QUEUE_LENGTH,
+)
+from leasehold.coordinator.api.schemas.jobs import MAX_UNIQUE_PERIOD_SECONDS, MAX_WEIGHT
+from leasehold.coordinator.rules.userjson import MAX_JSON_DEPTH, has_invisible
+from leasehold.coordinator.settings import MAX_PAYLOAD_BYTES
+from leasehold.model import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    MAX_ATTEMPTS_LIMIT,
+    MAX_DEPTH,
+    MAX_GROUPS,
+    MAX_KINDS,
+    MAX_LEASE_SECONDS,
+    MAX_PARENTS,
+    MAX_PRIORITY,
+    MAX_QUEUES,
+    MIN_PRIORITY,
+    RESERVED_KEY_PREFIX,
+)
 
 _SQL = (
     resources.files("leasehold.coordinator.store.migrations")
@@ -49,3 +71,33 @@ def test_the_blank_class_is_pythons_white_space() -> None:
     """A name that is all white space, as ``str.strip`` sees it, is blank."""
     sql = _class("SELECT CASE")
     assert sql == {c for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+
+
+def test_the_bounds_are_the_wire_models() -> None:
+    """Every bound and default the function writes out is the one the coordinator's own
+    enqueue takes from its single home."""
+    written = {
+        r"max_payload_bytes integer NOT NULL DEFAULT (\d+)": MAX_PAYLOAD_BYTES,
+        r"max_kinds integer NOT NULL DEFAULT (\d+)": MAX_KINDS,
+        r"max_queues integer NOT NULL DEFAULT (\d+)": MAX_QUEUES,
+        r"max_groups integer NOT NULL DEFAULT (\d+)": MAX_GROUPS,
+        r"'kind', (\d+), true": MAX_KIND_LENGTH,
+        r"'queue', (\d+), true": MAX_QUEUE_LENGTH,
+        r"'group_key', (\d+), true": MAX_KIND_LENGTH,
+        r"'idempotency_key', (\d+), true": MAX_KEY_LENGTH,
+        r"'max_attempts', 1, (\d+)\), (\d+)": (MAX_ATTEMPTS_LIMIT, DEFAULT_MAX_ATTEMPTS),
+        r"'priority', (-?\d+), (\d+)\), (-?\d+)": (MIN_PRIORITY, MAX_PRIORITY, DEFAULT_PRIORITY),
+        r"'weight', 1, (\d+)\)": MAX_WEIGHT,
+        r"'timeout_seconds', (\d+)\)": int(MAX_LEASE_SECONDS),
+        r"'unique.period_seconds',\s+(\d+) \* 86400\)": int(MAX_UNIQUE_PERIOD_SECONDS // 86400),
+        r"jsonb_array_length\(jb->'depends_on'\) > (\d+)": MAX_PARENTS,
+        r"IF depth_ > (\d+) THEN": MAX_DEPTH,
+        r"strict \$\.\*\*\{(\d+)\}": MAX_JSON_DEPTH,
+        r"'queue', 100, true\), '(\w+)'\)": DEFAULT_QUEUE,
+        r"idempotency_key LIKE '([^%]+)%'": RESERVED_KEY_PREFIX,
+    }
+    for pattern, expected in written.items():
+        found = re.search(pattern, _SQL)
+        assert found is not None, pattern
+        values = tuple(int(g) if g.lstrip("-").isdigit() else g for g in found.groups())
+        assert values == (expected if isinstance(expected, tuple) else (expected,)), pattern
