@@ -10,6 +10,10 @@
 -- in DETAIL (invalid_request, idempotency_conflict, invalid_graph, too_many_names,
 -- payload_too_large) and the reason in MESSAGE; or, asked to, answers the refusal and
 -- leaves the transaction as it was.
+--
+-- This is the enqueue's algorithm and bounds written a second time: tests hold it to the
+-- store's (tests/integration/test_enqueue_in_transaction.py, the same jobs both ways) and to
+-- the constants of the wire model (tests/unit/test_enqueue_sql.py).
 
 -- The caps the coordinator's --max-* options set for its own enqueues, for this path (which
 -- no coordinator process sees): one row, changed with UPDATE.
