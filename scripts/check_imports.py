@@ -17,6 +17,8 @@ The rules (DESIGN.md, "The shape of the code"):
   ``_lazy``, ``_version``) imports only the kernel: both sides share it;
 - the client side (``client``, ``worker``, ``tasks``) and the public conformance kit never
   import the coordinator, and the coordinator never imports them: they meet over HTTP;
+  the one exception, ``transactional``, enqueues in the application's own database
+  transaction with the coordinator's checks (a typed task may enqueue through it);
 - inside the coordinator, the HTTP layer calls the service, the service applies the pure
   rules to the store; the rules do no I/O (they see the store only through the plain data
   of its contract); the store imports nothing of the rules or the service (a rule is
@@ -43,7 +45,15 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "client": KERNEL,
     "worker": KERNEL | {"client"},
-    "tasks": KERNEL | {"client", "worker"},
+    # ... and, with a database connection instead of a client, enqueues in the caller's
+    # transaction (below).
+    "tasks": KERNEL | {"client", "worker", "transactional"},
+    # Enqueue in the application's own transaction (DESIGN.md §24): the application's
+    # process checks a job with the coordinator's own wire model and fingerprints (so the
+    # two ways in cannot drift apart) and calls the database's leasehold_enqueue. It runs
+    # no part of a coordinator: no service, no store, no driver.
+    "transactional": KERNEL
+    | {"client", C + "api.schemas", C + "service.requests", C + "rules", C + "store.contract"},
     "conformance": KERNEL | {"client", "worker"},
     # The test mode: a coordinator (the app, its clock and store, the maintenance passes it
     # runs when the test moves time) and the client side, joined in one process.

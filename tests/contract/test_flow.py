@@ -97,6 +97,14 @@ async def test_groups_take_turns_so_a_backlog_starves_no_one(service: JobService
     assert sum(j.group_key == "big" for j in first + more) == 2
 
 
+async def test_a_lone_enqueue_of_a_new_group_takes_its_turn(service: JobService) -> None:
+    """One job enqueued alone (on PostgreSQL, the one-statement insert) in a group never
+    seen: its group is among those a fair kind's lease serves."""
+    await service.limit_put("fair", Flow(fair=True))
+    (job,) = await fill(service, "fair", 1, group_key="newcomer")
+    assert [j.id for j in await service.lease("w", 60, ["fair"])] == [job.id]
+
+
 async def test_a_limit_per_group_caps_each_group(service: JobService, store: Store) -> None:
     await service.limit_put("sync", Flow(max_running_per_group=1))
     for group in ("a", "b", "c"):

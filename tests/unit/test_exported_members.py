@@ -81,6 +81,7 @@ PUBLIC = {
     # The test mode: an in-process coordinator on a fake clock, and its pytest fixture
     # (leasehold.testing.plugin, loaded by the pytest11 entry point, exports no names).
     "leasehold.testing": ["AsyncTestCoordinator", "Drained", "TestCoordinator"],
+    "leasehold.transactional": ["Options", "enqueue", "enqueue_many", "enqueue_one"],
 }
 
 

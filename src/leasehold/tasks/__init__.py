@@ -33,10 +33,10 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from leasehold.client import Client, NewJob, SyncClient
-from leasehold.model import JSON
+from leasehold.model import JSON, Job
 from leasehold.tasks.handles import AsyncHandle, Handle
 from leasehold.tasks.payload import PayloadError, PayloadSchema, result_adapter
 from leasehold.worker.errors import PermanentFailure
@@ -51,7 +51,13 @@ from leasehold.worker.retries import (
 )
 from leasehold.worker.threads import in_daemon_thread
 
+if TYPE_CHECKING:
+    import psycopg
+
 __all__ = ["Task", "TaskOptions", "TaskTimeout", "exponential", "fixed", "task"]
+
+# The drivers whose connections a task enqueues through in their transaction.
+_DATABASE_DRIVERS = frozenset({"asyncpg", "psycopg"})
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -162,15 +168,35 @@ class Task(Generic[P, R]):
         self, client: Client, /, *args: P.args, **kwargs: P.kwargs
     ) -> Coroutine[Any, Any, AsyncHandle[R]]: ...
 
+    @overload
     def enqueue(
-        self, client: Client | SyncClient, /, *args: P.args, **kwargs: P.kwargs
-    ) -> Handle[R] | Coroutine[Any, Any, AsyncHandle[R]]:
+        self, client: psycopg.Connection[Any], /, *args: P.args, **kwargs: P.kwargs
+    ) -> Job: ...
+
+    @overload
+    def enqueue(
+        self, client: psycopg.AsyncConnection[Any], /, *args: P.args, **kwargs: P.kwargs
+    ) -> Coroutine[Any, Any, Job]: ...
+
+    def enqueue(
+        self, client: Any, /, *args: P.args, **kwargs: P.kwargs
+    ) -> Handle[R] | Coroutine[Any, Any, AsyncHandle[R]] | Job | Coroutine[Any, Any, Job]:
         """Enqueue a job of this task: with a ``SyncClient``, now, answering a ``Handle``;
         with an async ``Client``, a coroutine answering an ``AsyncHandle``. The arguments
-        are checked before anything is sent, in both cases."""
+        are checked before anything is sent, in both cases.
+
+        With a database connection instead (asyncpg, or psycopg 3) on the coordinators'
+        PostgreSQL, the job is added in that connection's transaction and exists only if
+        it commits (``leasehold.transactional``): answered with the ``Job`` as inserted
+        (a coroutine answering it, for asyncpg and psycopg's ``AsyncConnection``). Wait for
+        its result after the commit, with a client (``task.decode`` types it)."""
         new = self._new(args, kwargs)
         if isinstance(client, SyncClient):
             return Handle(client, client.enqueue_many([new])[0], self.decode)
+        if type(client).__module__.partition(".")[0] in _DATABASE_DRIVERS:
+            from leasehold import transactional  # the coordinator's checks: on first use
+
+            return transactional.enqueue_one(client, new)
         return self._enqueue(client, new)
 
     async def _enqueue(self, client: Client, new: NewJob) -> AsyncHandle[R]:

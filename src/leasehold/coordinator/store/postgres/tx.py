@@ -141,12 +141,17 @@ _INSERT: Final = (
     f" {KEY_CONFLICT} DO NOTHING RETURNING {_COLUMNS}"
 )
 # One job in one statement, so in one round trip: the row, its counts ($14, counted only
-# if the row was made) and the wake-up of other coordinators' long polls. Sent outside an
-# explicit transaction (BEGIN, INSERT, counts, NOTIFY and COMMIT were five round trips).
+# if the row was made), its group's turn and the wake-up of other coordinators' long
+# polls. Sent outside an explicit transaction (BEGIN, INSERT, counts, NOTIFY and COMMIT
+# were five round trips).
 _INSERT_ONE: Final = (
     f"WITH new AS ({_INSERT})"
     f", counted AS ({_COUNTED.format(events='(SELECT $14::jsonb FROM new)')})"
     f", rolled AS ({_ROLLED.format(events='(SELECT $14::jsonb FROM new)')})"
+    # Its group is looked at again by the next lease (store/flow.py), as a batch's are.
+    ", woken AS (INSERT INTO flow_groups (kind, group_key) SELECT kind, group_key FROM new"
+    " WHERE group_key IS NOT NULL ON CONFLICT (kind, group_key)"
+    " DO UPDATE SET active = true, blocked_until = 0)"
     f", notified AS (SELECT pg_notify('{CHANNEL}', '') FROM new)"
     # A CTE that modifies nothing runs only if read: the always-true test reads it.
     " SELECT new.* FROM new WHERE (SELECT count(*) FROM notified) >= 0"
