@@ -27,9 +27,9 @@ from leasehold.conformance.lossy import LossyProxy
 from leasehold.conformance.processes import LEASE_SECONDS, Fleet, Worker, start_coordinator
 from leasehold.conformance.wire import Wire
 from leasehold.conformance.workload import KINDS, WORKFLOW_KINDS, workload
+from leasehold.model import FINISHED
 
 RUN_SECONDS = 90.0
-FINISHED = ("completed", "cancelled", "dead")
 LOST_ANSWERS = 0.2  # the chance that an answer is lost, while answers are being lost
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import aiohttp
 
 from leasehold.conformance.wire import Answer, Mismatch, Wire
+from leasehold.model import FINISHED
 
-FINISHED = ("completed", "dead", "cancelled")
 # How long a vector waits for the coordinator's own loops (the reaper's expiry, a start
 # deadline): their interval is the operator's choice (a second by default), not announced.
 LOOP_SECONDS = 15.0
