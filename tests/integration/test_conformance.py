@@ -27,34 +27,20 @@ from leasehold.model import JSON, Job, JobStatus, OnFailure
 from tests.process import Coordinator, free_port
 
 CORE = [name for name, _ in VECTORS[:9]]  # 1.1's vectors, from discovery to errors
-# The vectors that find a coordinator bug on PostgreSQL (reported, to be fixed apart): a job
-# with a group_key enqueued alone (POST /jobs) is written without its group's turn row
-# (flow_groups), so a kind whose groups take turns never leases it. Once it is fixed this
-# test fails until the set is emptied.
-FAILING_ON_POSTGRES = {
-    "rate limits",
-    "groups take turns",
-    "limit per group",
-    "capacity given back",
-    "explain",
-}
 
 
 def test_the_command_passes_against_the_coordinator(coordinator: Coordinator) -> None:
-    """Every vector passes on SQLite and on PostgreSQL (but those of a known bug); the
-    table and exit status say so."""
+    """Every vector passes on SQLite and on PostgreSQL; the table and exit status say so."""
     run = subprocess.run(
         [sys.executable, "-m", "leasehold", "conformance", "--url", coordinator.url],
         capture_output=True,
         text=True,
         timeout=60,
     )
+    assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
-    failed = {line[6:].split("  ")[0] for line in lines if line.startswith("FAIL")}
-    known = FAILING_ON_POSTGRES if coordinator.database_url.startswith("postgres") else set()
-    assert failed == known, run.stdout + run.stderr
-    assert lines[-1] == f"{22 - len(known)} passed, {len(known)} failed"
-    assert run.returncode == (1 if known else 0)
+    assert lines[-1] == "22 passed, 0 failed"
+    assert all(line.startswith("PASS") for line in lines[:-1])
 
 
 @pytest.fixture

@@ -22,7 +22,8 @@ def _most_in_a_window(starts: list[str], seconds: float) -> int:
 
 async def rate_limits(ctx: Ctx) -> None:
     """A rate holds in every window of its period, across lessees, and refills as the
-    window moves; a job takes its weight in units; a rate per group is each group's own."""
+    window moves; a job takes its weight in units (an enqueue heavier than the limit is
+    422); a rate per group is each group's own."""
     await ctx.require("flow_control")
     kind = ctx.kind("rate")
     await ctx.put_limit(kind, {"rate": {"limit": 2, "period_seconds": RATE_PERIOD}})
@@ -49,6 +50,8 @@ async def rate_limits(ctx: Ctx) -> None:
         await ctx.enqueue(heavy, weight=weight)
     weights = sorted(lease["job"]["weight"] for lease in await ctx.leases(heavy, 3))
     check(weights == [1, 2], f"a rate of 3 units started weights {weights}, expected 1 and 2")
+    too = await ctx.wire.post("/jobs", {"kind": heavy, "weight": 4})
+    too.expect(422, what="an enqueue heavier than its kind's rate limit (it could never start)")
     grouped = ctx.kind("rate.group")
     await ctx.put_limit(grouped, {"rate": {"limit": 1, "period_seconds": 3600, "per_group": True}})
     for group in ("a", "a", "b", "b"):
