@@ -16,13 +16,15 @@ def conformance(
     token: str | None = typer.Option(
         None,
         envvar="LEASEHOLD_TOKEN",
-        help="An admin bearer token (the vectors enqueue, lease, cancel and requeue).",
+        help="An admin bearer token (the vectors enqueue, lease, cancel, requeue, delete,"
+        " set limits and pause a queue).",
         show_default=False,
     ),
 ) -> None:
     """Run the protocol's test vectors against a running coordinator: one line per vector,
     exit status 1 if any failed. Safe on a coordinator serving other work: every vector
-    leases only jobs of its own kinds (conformance.<random>.*), and leaves them finished."""
+    leases only jobs of its own kinds (conformance.<random>.*), and the run leaves them
+    finished and their limits lifted (PROTOCOL.md §11)."""
     from leasehold.conformance.runner import print_table, run_vectors
 
     results = asyncio.run(run_vectors(url, token))
