@@ -113,9 +113,14 @@ async def failure_propagation(ctx: Ctx) -> None:
             await ctx.complete(lease)
     done = [(await ctx.job(j["id"]))["status"] for j in (top, mid, low, late)]
     check(done == ["completed"] * 4, f"after the requeue the chain ended {done}")
+    await _cancelled_or_deleted(ctx, top_kind, low_kind)
+
+
+async def _cancelled_or_deleted(ctx: Ctx, up: str, down: str) -> None:
+    """A parent cancelled, or deleted, before it ran cancels its dependent the same way."""
     for end, why in (("cancel", "cancelled"), ("delete", "deleted")):
-        parent = await ctx.enqueue(top_kind)
-        child = await ctx.enqueue(low_kind, depends_on=[parent["id"]])
+        parent = await ctx.enqueue(up)
+        child = await ctx.enqueue(down, depends_on=[parent["id"]])
         if end == "cancel":
             (await ctx.wire.post(f"/jobs/{parent['id']}/cancel")).expect(200, what="cancel")
         else:
@@ -232,13 +237,17 @@ async def children(ctx: Ctx) -> None:
     want = [(a["id"], "completed", {"from": "a"}, "a"), (b["id"], "completed", {"from": "b"}, "b")]
     check(_parents(lease) == want, f"the continuation's parents {_parents(lease)}, want {want}")
     await ctx.complete(lease)
+    await _cancelled_spawns_nothing(ctx, kind, items[:1])
+
+
+async def _cancelled_spawns_nothing(ctx: Ctx, kind: str, items: list[dict[str, Any]]) -> None:
     await ctx.enqueue(kind)
-    victim, vtoken, _ = await ctx.lease_one(kind)
+    victim, token, _ = await ctx.lease_one(kind)
     (await ctx.wire.post(f"/jobs/{victim}/cancel")).expect(200, what="cancel")
-    (await ctx.report(victim, "children", {"token": vtoken, "jobs": items[:1]})).expect(
+    (await ctx.report(victim, "children", {"token": token, "jobs": items})).expect(
         409, "job_cancelled", "spawn by a cancelled job"
     )
-    (await ctx.report(victim, "release", {"token": vtoken})).expect(200, what="release")
+    (await ctx.report(victim, "release", {"token": token})).expect(200, what="release")
 
 
 async def killed_mid_spawn(ctx: Ctx) -> None:
