@@ -1,5 +1,6 @@
-"""``leasehold certify-worker``: the Python worker, the JavaScript reference worker, and
-both on one queue pass the certification run; a worker that ignores cancellations fails it."""
+"""``leasehold certify-worker``: the Python worker, the JavaScript reference worker (which
+claims workflows), and both on one queue pass the certification run; a worker that ignores
+cancellations and drops its jobs' parents fails it."""
 
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ def certify(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def assert_certified(run: subprocess.CompletedProcess[str]) -> None:
+def assert_certified(run: subprocess.CompletedProcess[str], checks: int = 6) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.splitlines()[-1] == "6 passed, 0 failed"
+    assert run.stdout.splitlines()[-1] == f"{checks} passed, 0 failed"
 
 
 def test_the_python_worker_is_certified() -> None:
@@ -44,8 +45,12 @@ def test_the_python_worker_is_certified() -> None:
 
 @needs_node
 def test_the_javascript_worker_is_certified() -> None:
-    """The Node worker, written from PROTOCOL.md, meets the same invariants."""
-    assert_certified(certify("--", *JS_WORKER))
+    """The Node worker, written from PROTOCOL.md, meets the same invariants, and those of
+    workflows: its handlers get their parents' results, and a job killed between its
+    spawns spawns every child once."""
+    run = certify("--workflows", "--", *JS_WORKER)
+    assert_certified(run, checks=8)
+    assert "SIGKILL cert-1 mid-spawn" in run.stdout
 
 
 @needs_node
@@ -55,15 +60,16 @@ def test_a_mixed_run_of_both_workers_is_certified() -> None:
 
 
 @needs_node
-def test_a_worker_that_ignores_cancellation_fails(tmp_path: Path) -> None:
-    """A worker that keeps running a cancelled job until its lease runs out fails, and the
-    line says so."""
+def test_a_worker_that_ignores_cancellation_and_parents_fails(tmp_path: Path) -> None:
+    """A worker that keeps running a cancelled job until its lease runs out, and whose
+    handlers never see their jobs' parents, fails, and the lines say so."""
     handlers = tmp_path / "ignoring.mjs"
     source = (ROOT / "workers" / "js" / "handlers.mjs").read_text()
     # A sleep that does not listen to the abort signal: the job is held until the lease ends.
-    handlers.write_text(
-        source.replace("await sleep(ms, signal);", "await sleep(ms, new AbortController().signal);")
+    ignoring = source.replace(
+        "await sleep(ms, signal);", "await sleep(ms, new AbortController().signal);"
     )
+    handlers.write_text(ignoring.replace("job.parents.map(", "[].map("))
     broken = ROOT / "workers" / "js" / "worker.mjs"
     script = tmp_path / "worker.mjs"
     script.write_text(
@@ -72,9 +78,10 @@ def test_a_worker_that_ignores_cancellation_fails(tmp_path: Path) -> None:
             "",
         )
     )
-    run = certify("--", "node", str(script), str(handlers))
+    run = certify("--workflows", "--", "node", str(script), str(handlers))
     assert run.returncode == 1
-    assert any(
-        line.startswith("FAIL  the cancelled job was stopped by its worker")
-        for line in run.stdout.splitlines()
-    ), run.stdout
+    failed = {line[6:].split("  ")[0] for line in run.stdout.splitlines() if line[:4] == "FAIL"}
+    assert {
+        "the cancelled job was stopped by its worker",
+        "parents' results handed to the handler",
+    } <= failed, run.stdout

@@ -112,8 +112,7 @@ function scheduleRenewal(held) {
       if (answer.status === 200) {
         held.deadline = sentAt + held.seconds * 1000;
       } else {
-        held.lose(answer.code ?? `http_${answer.status}`);
-        if (answer.code === "job_cancelled") await report(held, "release", { token: held.token });
+        await refused(held, answer);
         return;
       }
     } catch (error) {
@@ -121,6 +120,31 @@ function scheduleRenewal(held) {
     }
     if (!held.lost) scheduleRenewal(held);
   }, every);
+}
+
+// A 409 under this lease (renewal or spawn): the lease is gone; after job_cancelled the
+// job is released, which ends it cancelled at once (§10.3).
+async function refused(held, answer) {
+  held.lose(answer.code ?? `http_${answer.status}`);
+  if (answer.code === "job_cancelled") await report(held, "release", { token: held.token });
+}
+
+// Children of the running job, under its token (PROTOCOL.md §4 "Children"): each keyed by
+// (this job, key), so a job leased again after a crash that spawns the same keys gets the
+// children made the first time, none twice. `then`, if given, is one more job that depends
+// on all of them (a continuation). Safe to repeat: retried until the lease's deadline.
+async function spawn(held, children, then) {
+  if (held.lost) throw new Error(`lease lost: ${held.lost}`);
+  const jobs = [...children];
+  if (then) {
+    const after = children.map((child) => ({ ref: child.key }));
+    jobs.push({ ...then, depends_on: [...(then.depends_on ?? []), ...after] });
+  }
+  const answer = await callUntil(held.deadline, "POST", `/jobs/${held.id}/children`,
+    { token: held.token, jobs });
+  if (answer.status === 200) return answer.body.jobs;
+  if (answer.status === 409) await refused(held, answer);
+  throw new Error(`spawn refused: ${answer.status} ${answer.code}: ${answer.body?.message}`);
 }
 
 async function report(held, verb, body) {
@@ -135,7 +159,9 @@ async function report(held, verb, body) {
 async function runJob(lease, sentAt) {
   const held = new Held(lease, sentAt);
   running.add(held);
-  const job = { ...lease.job, attempt: lease.job.attempts, token: lease.token };
+  const job = { ...lease.job, attempt: lease.job.attempts, token: lease.token,
+    parents: lease.parents ?? [], // its parents' ids, statuses and results, in id order
+    spawn: (children, then) => spawn(held, children, then) };
   const handler = handlers[held.kind];
   try {
     if (!handler) { // §10.4: never hold a job we cannot run

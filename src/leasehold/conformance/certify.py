@@ -1,7 +1,8 @@
 """``leasehold certify-worker``: a worker command against a scripted workload with faults.
 
 The run: enqueue the workload; start the command (and any others, for a mixed run); cancel
-the long job once it runs; SIGKILL the first worker once a sixth of the jobs are done and
+the long job once it runs; SIGKILL the first worker once a sixth of the jobs are done (with
+``--workflows``, the worker of the spawning job, once it has spawned its first child) and
 start a replacement; SIGSTOP a worker that holds a job for longer than its lease (so
 another takes the job over and its late reports are stale), losing a fifth of the
 coordinator's answers to the workers meanwhile (the workers talk to it through a proxy),
@@ -21,11 +22,12 @@ from typing import Any
 
 import aiohttp
 
-from leasehold.conformance.invariants import Check, invariants
+from leasehold.conformance.invariants import Check, graceful, invariants, workflow_invariants
 from leasehold.conformance.lossy import LossyProxy
 from leasehold.conformance.processes import LEASE_SECONDS, Fleet, Worker, start_coordinator
 from leasehold.conformance.wire import Wire
-from leasehold.conformance.workload import workload
+from leasehold.conformance.workload import KINDS, WORKFLOW_KINDS, workload
+from leasehold.model import FINISHED
 
 RUN_SECONDS = 90.0
 LOST_ANSWERS = 0.2  # the chance that an answer is lost, while answers are being lost
@@ -49,16 +51,23 @@ class Run:
     """One certification run against one coordinator."""
 
     def __init__(
-        self, wire: Wire, fleet: Fleet, commands: list[list[str]], proxy: LossyProxy
+        self,
+        wire: Wire,
+        fleet: Fleet,
+        commands: list[list[str]],
+        proxy: LossyProxy,
+        workflows: bool = False,
     ) -> None:
         self.wire, self.fleet, self.commands, self.proxy = wire, fleet, commands, proxy
-        self.plan = workload()
+        self.workflows = workflows
+        self.plan = workload(workflows=workflows)
         self.ids: list[int] = []
         self.events: list[str] = []
+        self.killed = ""
 
     async def enqueue(self) -> None:
         for n, planned in enumerate(self.plan):
-            answer = await self.wire.post("/jobs", planned.enqueue_body(n))
+            answer = await self.wire.post("/jobs", planned.enqueue_body(n, self.ids))
             self.ids.append(int(answer.expect(201, what="enqueue").body["id"]))
 
     async def faults(self) -> None:
@@ -81,11 +90,30 @@ class Run:
             return len(await _jobs(self.wire, "completed")) >= len(self.plan) // 6
 
         await _until("a sixth of the jobs to complete", some_done, 30)
-        self.fleet.signal(first, signal.SIGKILL)
-        await asyncio.to_thread(first.proc.wait)  # not "alive" when a holder is picked
-        self.events.append(f"SIGKILL {first.worker_id}")
-        self.fleet.start(first.command)
+        victim = await self.mid_spawn() if self.workflows else first
+        self.fleet.signal(victim, signal.SIGKILL)
+        await asyncio.to_thread(victim.proc.wait)  # not "alive" when a holder is picked
+        self.killed = victim.worker_id
+        how = " mid-spawn" if self.workflows else ""
+        self.events.append(f"SIGKILL {victim.worker_id}{how}")
+        self.fleet.start(victim.command)
         await self.pause_a_holder()
+
+    async def mid_spawn(self) -> Worker:
+        """The worker of the spawning job, once it has spawned its first child (its first
+        attempt then waits, so the kill lands between its spawns)."""
+        spawner = self.ids[1]
+        holder: list[Worker] = []
+
+        async def spawned_one() -> bool:
+            job = (await self.wire.get(f"/jobs/{spawner}")).body
+            made = [j for j in await _jobs(self.wire) if j["spawned_by"] == spawner]
+            owner = job["lease_owner"] if job["status"] == "running" else None
+            holder[:] = [w for w in self.fleet.workers if w.alive and w.worker_id == owner]
+            return bool(made and holder and job["attempts"] == 1)
+
+        await _until("the spawning job to spawn its first child", spawned_one, 30)
+        return holder[0]
 
     async def pause_a_holder(self) -> None:
         """SIGSTOP a live worker that holds a job, past its lease; start another of its
@@ -112,19 +140,23 @@ class Run:
         self.events.append(f"{self.proxy.lost} answers lost meanwhile")
 
     async def finished(self) -> bool:
+        """Every job is: those planned, and those the workers spawned."""
         states = {j["id"]: j["status"] for j in await _jobs(self.wire)}
-        return all(states.get(i) in ("completed", "cancelled", "dead") for i in self.ids)
+        done = all(states.get(i) in FINISHED for i in self.ids)
+        return done and all(status in FINISHED for status in states.values())
 
 
-async def certify(commands: list[list[str]], folder: Path) -> list[Check]:
+async def certify(commands: list[list[str]], folder: Path, workflows: bool = False) -> list[Check]:
     """Run the workload against the commands (the faults hit the first one's processes).
-    The workers reach the coordinator through a proxy that loses answers on cue."""
+    The workers reach the coordinator through a proxy that loses answers on cue. With
+    ``workflows`` the workers claim to hand parents to handlers and to spawn children."""
     coordinator, url = start_coordinator(folder)
     proxy = await LossyProxy(int(url.rsplit(":", 1)[1])).start()
-    fleet = Fleet(f"http://127.0.0.1:{proxy.port}", folder)
+    kinds = KINDS + WORKFLOW_KINDS if workflows else KINDS
+    fleet = Fleet(f"http://127.0.0.1:{proxy.port}", folder, kinds)
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-            run = Run(Wire(url, None, session), fleet, commands, proxy)
+            run = Run(Wire(url, None, session), fleet, commands, proxy, workflows)
             await run.enqueue()
             for command in commands:
                 fleet.start(command)
@@ -145,12 +177,17 @@ async def certify(commands: list[list[str]], folder: Path) -> list[Check]:
 
 
 async def verify(run: Run, fault_error: str) -> list[Check]:
-    return await invariants(run.wire, run.plan, run.ids, run.fleet, run.events, fault_error)
+    checks = await invariants(run.wire, run.plan, run.ids, run.events, fault_error)
+    if run.workflows:
+        checks += await workflow_invariants(run.wire, run.ids[1])
+    return [*checks, graceful(run.fleet, run.killed)]
 
 
-def certify_in_temp(commands: list[list[str]], keep: Path | None = None) -> list[Check]:
+def certify_in_temp(
+    commands: list[list[str]], keep: Path | None = None, workflows: bool = False
+) -> list[Check]:
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
-        return asyncio.run(certify(commands, keep))
+        return asyncio.run(certify(commands, keep, workflows))
     with tempfile.TemporaryDirectory(prefix="leasehold-certify-") as folder:
-        return asyncio.run(certify(commands, Path(folder)))
+        return asyncio.run(certify(commands, Path(folder), workflows))

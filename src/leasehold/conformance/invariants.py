@@ -7,7 +7,7 @@ from typing import Any
 
 from leasehold.conformance.processes import Fleet
 from leasehold.conformance.wire import Wire
-from leasehold.conformance.workload import Planned
+from leasehold.conformance.workload import CHILDREN, Planned
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,6 @@ async def invariants(
     wire: Wire,
     plan: list[Planned],
     ids: list[int],
-    fleet: Fleet,
     events: list[str],
     fault_error: str,
 ) -> list[Check]:
@@ -41,7 +40,6 @@ async def invariants(
         _results(jobs, planned),
         _one_outcome(jobs, history),
         _cancelled(jobs, planned),
-        _graceful(fleet),
     ]
 
 
@@ -87,9 +85,40 @@ def _cancelled(jobs: dict[int, Any], planned: dict[int, Planned]) -> Check:
     return Check("the cancelled job was stopped by its worker", by_worker, detail)
 
 
-def _graceful(fleet: Fleet) -> Check:
-    killed = fleet.workers[0].worker_id
+def graceful(fleet: Fleet, killed: str) -> Check:
+    """Every worker but the one killed exits 0 after SIGTERM."""
     codes = {w.worker_id: w.exit_code for w in fleet.workers if w.worker_id != killed}
     bad = {k: v for k, v in codes.items() if v != 0}
     passed = bool(codes) and not bad  # no worker left to stop is a failure too
     return Check("SIGTERM stops workers with exit 0", passed, f"exit codes {codes}")
+
+
+async def workflow_invariants(wire: Wire, spawner: int) -> list[Check]:
+    """What a worker that claims workflows must have done: handed each continuation its
+    parents' results, and spawned each child once across a kill between its spawns."""
+    everything = (await wire.get("/jobs?limit=1000")).body["jobs"]
+    return [await _parents_handed(wire, everything), _spawned_once(everything, spawner)]
+
+
+async def _parents_handed(wire: Wire, everything: list[dict[str, Any]]) -> Check:
+    """Each cert.join answered its parents' results, in id order, as the lease gave them."""
+    joins = [j for j in everything if j["kind"] == "cert.join"]
+    wrong = []
+    for join in joins:
+        edges = (await wire.get(f"/jobs/{join['id']}/parents")).body["jobs"]
+        results = [(await wire.get(f"/jobs/{p['id']}")).body["result"] for p in edges]
+        if join["status"] != "completed" or join["result"] != {"joined": results}:
+            wrong.append(f"{join['id']}: {join['status']} {join['result']}, parents {results}")
+    detail = f"wrong: {wrong[:3]}" if wrong else f"{len(joins)} continuations"
+    return Check("parents' results handed to the handler", bool(joins) and not wrong, detail)
+
+
+def _spawned_once(everything: list[dict[str, Any]], spawner: int) -> Check:
+    """The spawning job's children by key, each once and completed, though its worker was
+    killed between its spawns (it spawned every key again when leased again)."""
+    parent = next(j for j in everything if j["id"] == spawner)
+    made = sorted((j["spawn_key"], j["status"]) for j in everything if j["spawned_by"] == spawner)
+    keys = [*(f"child-{n}" for n in range(CHILDREN)), "join"]
+    passed = made == [(k, "completed") for k in sorted(keys)] and parent["attempts"] >= 2
+    detail = f"children {made}; the spawning job took {parent['attempts']} attempts"
+    return Check("children spawned once across a kill mid-spawn", passed, detail)

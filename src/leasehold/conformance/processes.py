@@ -70,6 +70,7 @@ class Fleet:
 
     url: str
     folder: Path
+    kinds: tuple[str, ...] = KINDS
     workers: list[Worker] = field(default_factory=list)
 
     def start(self, command: list[str]) -> Worker:
@@ -77,7 +78,7 @@ class Fleet:
         env = {
             **os.environ,
             "LEASEHOLD_URL": self.url,
-            "LEASEHOLD_KINDS": ",".join(KINDS),
+            "LEASEHOLD_KINDS": ",".join(self.kinds),
             "LEASEHOLD_WORKER_ID": worker_id,
             "LEASEHOLD_LEASE_SECONDS": str(LEASE_SECONDS),
             "LEASEHOLD_CONCURRENCY": "4",

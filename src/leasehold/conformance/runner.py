@@ -9,7 +9,8 @@ from typing import TextIO
 
 import aiohttp
 
-from leasehold.conformance.vectors import VECTORS, Ctx, new_prefix
+from leasehold.conformance.context import Ctx, new_prefix
+from leasehold.conformance.vectors import VECTORS
 from leasehold.conformance.wire import Mismatch, Wire
 
 
@@ -22,7 +23,8 @@ class Result:
 
 
 async def run_vectors(url: str, token: str | None = None) -> list[Result]:
-    """Every vector, in order; one that fails does not stop the others."""
+    """Every vector, in order; one that fails does not stop the others. Then what they
+    left is swept: their unfinished jobs end cancelled, their limits are lifted."""
     results: list[Result] = []
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(timeout=timeout) as session:
@@ -38,6 +40,7 @@ async def run_vectors(url: str, token: str | None = None) -> list[Result]:
                 results.append(Result(name, False, detail, time.perf_counter() - started))
             else:
                 results.append(Result(name, True, "", time.perf_counter() - started))
+        await ctx.sweep()
     return results
 
 

@@ -5,48 +5,12 @@ is serving other work (it never leases anything but its own jobs).
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-from leasehold.conformance.wire import Answer, Mismatch, Wire
-
-
-@dataclass
-class Ctx:
-    """What every vector gets: the wire and a prefix that makes its kinds unique."""
-
-    wire: Wire
-    prefix: str
-
-    def kind(self, name: str) -> str:
-        return f"{self.prefix}.{name}"
-
-    async def enqueue(self, kind: str, **fields: Any) -> dict[str, Any]:
-        answer = await self.wire.post("/jobs", {"kind": kind, **fields})
-        job: dict[str, Any] = answer.expect(201, what="POST /jobs").body
-        return job
-
-    async def lease(self, kind: str, **fields: Any) -> Answer:
-        return await self.wire.post(
-            "/lease", {"worker_id": f"{self.prefix}-w", "kinds": [kind], **fields}
-        )
-
-    async def lease_one(self, kind: str, **fields: Any) -> tuple[int, int, dict[str, Any]]:
-        body = (await self.lease(kind, **fields)).expect(200, what="POST /lease").body
-        return int(body["job"]["id"]), int(body["token"]), body
-
-    async def report(self, job_id: int, verb: str, body: dict[str, Any]) -> Answer:
-        return await self.wire.post(f"/jobs/{job_id}/{verb}", body)
-
-
-Vector = Callable[[Ctx], Awaitable[None]]
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise Mismatch(message)
+from leasehold.conformance.context import Ctx, Vector, check
+from leasehold.conformance.flow_vectors import FLOW_VECTORS
+from leasehold.conformance.job_vectors import JOB_VECTORS
+from leasehold.conformance.workflow_vectors import WORKFLOW_VECTORS
 
 
 async def discovery(ctx: Ctx) -> None:
@@ -250,8 +214,7 @@ VECTORS: list[tuple[str, Vector]] = [
     ("batches", batches),
     ("cancel", cancel),
     ("errors", errors),
+    *WORKFLOW_VECTORS,
+    *FLOW_VECTORS,
+    *JOB_VECTORS,
 ]
-
-
-def new_prefix() -> str:
-    return f"conformance.{uuid.uuid4().hex[:10]}"
