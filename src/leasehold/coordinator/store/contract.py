@@ -143,11 +143,6 @@ class NewJob:
         uniqueness, no spawn key): the fast path of a batch."""
         return not (self.depends_on or self.after or self.unique_key or self.spawn_key)
 
-    @property
-    def alone(self) -> bool:
-        """Its insert is one statement with its counts (PostgreSQL sends it without a
-        transaction around it): plain, and no group to wake."""
-        return self.plain and self.group_key is None
 
     def matches(self, stored_hash: str | None) -> bool:
         """Whether a job stored under this request's key was enqueued by the same request."""

@@ -89,7 +89,7 @@ class DriverStore:
     # -- jobs -------------------------------------------------------------------------------
 
     async def job_insert_many(self, new: Sequence[NewJob]) -> list[Inserted]:
-        one = len(new) == 1 and new[0].alone
+        one = len(new) == 1 and new[0].plain
         insert = partial(jobs.insert, jobs=new, rules=self.rules)
         return await self.driver.write(insert, small=len(new) == 1, single=one)
 
@@ -98,7 +98,7 @@ class DriverStore:
     ) -> InsertedAndLeased:
         one = len(new) == 1
         insert = partial(jobs.insert, jobs=new, rules=self.rules)
-        writes = [Write(insert, single=one and new[0].alone)]
+        writes = [Write(insert, single=one and new[0].plain)]
         writes += [Write(partial(leasing.lease, request=r)) for r in leases]
         inserted, *leased = await self.driver.write_each(writes, small=one)
         error: LeaseholdError | None = None

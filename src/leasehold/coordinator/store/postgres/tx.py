@@ -293,11 +293,11 @@ class PgTx(PgSchema, PortableTx):
     # -- jobs -------------------------------------------------------------------------------
 
     async def jobs_insert(self, jobs: Sequence[NewJob]) -> list[Job | None]:
-        """One job: ``_INSERT_ONE``. More (or one with a group key, whose group the flush
-        wakes): a statement each (ON CONFLICT waits for a concurrent insert of the same key
-        to commit or roll back, so two coordinators given the same key never both create a
-        job), counted and announced once."""
-        if len(jobs) == 1 and jobs[0].group_key is None:
+        """One job: ``_INSERT_ONE`` (its counts, its group woken and the NOTIFY in the same
+        statement). More: a statement each (ON CONFLICT waits for a concurrent insert of the
+        same key to commit or roll back, so two coordinators given the same key never both
+        create a job), counted and announced once."""
+        if len(jobs) == 1:
             (new,) = jobs
             counts = Tally()
             counts.made(new.queue, new.kind)  # counted only if the row is made
