@@ -143,7 +143,6 @@ class NewJob:
         uniqueness, no spawn key): the fast path of a batch."""
         return not (self.depends_on or self.after or self.unique_key or self.spawn_key)
 
-
     def matches(self, stored_hash: str | None) -> bool:
         """Whether a job stored under this request's key was enqueued by the same request."""
         return stored_hash == self.request_hash or stored_hash in self.also_matches
