@@ -113,8 +113,9 @@ def test_django_command_and_view_enqueue(
         "bad = Client().post('/welcome')\n"
         "job = json.loads(ok.content)['job_id']\n"
         "print(ok.status_code, bad.status_code, client().result(job, timeout=25))\n"
-        # Another kind's job already holds the key the task makes for carol.
-        "client().enqueue('send-welcome', {}, idempotency_key='welcome:carol@x.org')\n"
+        # A job of the task's kind made by another request already holds carol's key (keys
+        # are per kind: another kind's job with that key would not be in the way).
+        "client().enqueue('example-welcome', {}, idempotency_key='welcome:carol@x.org')\n"
         "taken = Client().post('/welcome?email=carol@x.org')\n"
         "print(taken.status_code, json.loads(taken.content)['error'])\n"
         "from django.core.management import CommandError, call_command\n"
