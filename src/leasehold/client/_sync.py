@@ -1,16 +1,21 @@
-"""``SyncClient``: the async client run on a private event-loop thread, for scripts."""
+"""``SyncClient``: the blocking client, for scripts and web applications. Every call is a
+flow of ``Calls`` (written once for both clients), run here on plain keep-alive sockets:
+no event loop, no thread."""
 
 from __future__ import annotations
 
-import asyncio
+import builtins
 import os
-import threading
-from collections.abc import Callable, Coroutine
+import random
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
-from leasehold.client._client import Client
-from leasehold.client._parse import DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL
+from leasehold.client._blocking import SocketTransport, drive
+from leasehold.client._calls import Calls
+from leasehold.client._endpoints import Endpoints
+from leasehold.client._exchange import HEADERS, MAX_READ_BYTES, Flow, Shared
+from leasehold.client._parse import DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL, Lease
 from leasehold.client._retry import RetryPolicy
 
 P = ParamSpec("P")
@@ -18,89 +23,77 @@ T = TypeVar("T")
 
 
 def _blocking(
-    method: Callable[Concatenate[Client, P], Coroutine[Any, Any, T]],
+    flow: Callable[Concatenate[Calls, P], Flow[T]],
 ) -> Callable[Concatenate[SyncClient, P], T]:
-    """The blocking form of a ``Client`` method: run on the SyncClient's loop, waited for."""
+    """The ``SyncClient`` method of a call: its flow, run on the client's sockets."""
 
     def call(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        self._forked()  # before the call is made on a client of the parent's
-        return self._run(method(self._client, *args, **kwargs))
+        return drive(flow(self._calls, *args, **kwargs), self._transport)
 
-    call.__name__, call.__qualname__ = method.__name__, f"SyncClient.{method.__name__}"
-    call.__doc__ = method.__doc__
+    call.__name__, call.__qualname__ = flow.__name__, f"SyncClient.{flow.__name__}"
+    call.__doc__ = flow.__doc__
     return call
 
 
 class SyncClient:
-    """A blocking client for scripts: ``Client`` run on a private event-loop thread.
+    """A blocking client: every method is the ``Client`` method of the same name, with the
+    same arguments and the same answers, retries and failover, and returns when the
+    ``Client`` call would.
 
-    Every method is the ``Client`` method of the same name and takes the same arguments;
-    there is no second implementation to keep in step. Safe across ``fork``: a child
-    notices the new process id and reconnects on its first call.
+    Safe to share between the threads of a process (each call takes a connection of its
+    own from a pool), and across ``fork``: a child opens connections of its own.
     """
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
+        url: str | Sequence[str] = DEFAULT_URL,
         *,
         token: str | None = None,
         retry: RetryPolicy | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         max_read_bytes: int | None = None,
+        rng: random.Random | None = None,
     ) -> None:
-        self._options = (url, token, retry, timeout_seconds, max_read_bytes)
-        self._start()
-
-    def _start(self) -> None:
-        url, token, retry, timeout_seconds, max_read_bytes = self._options
-        self._client = Client(
-            url,
-            token=token,
-            retry=retry,
-            timeout_seconds=timeout_seconds,
-            max_read_bytes=max_read_bytes,
-        )
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="leasehold-client", daemon=True
-        )
-        self._thread.start()
-        self._pid = os.getpid()
-
-    def _forked(self) -> bool:
-        """Whether this is a child forked after the client was made. Its loop thread did
-        not survive the fork (only the forking thread does), so every call would wait
-        forever: the child starts a loop, a thread and connections of its own instead.
-        The parent's are left alone; they still serve the parent."""
-        if self._pid == os.getpid():
-            return False
-        self._start()
-        return True
+        shared = Shared(Endpoints(url), rng or random.Random())
+        self._calls = Calls(shared, retry or RetryPolicy(), timeout_seconds)
+        self._transport = SocketTransport(token, HEADERS, max_read_bytes or MAX_READ_BYTES)
 
     @classmethod
-    def from_env(cls) -> SyncClient:
-        """A client for ``$LEASEHOLD_URL`` with ``$LEASEHOLD_TOKEN``, if they are set."""
-        url = os.environ.get("LEASEHOLD_URL", DEFAULT_URL)
-        return cls(url, token=os.environ.get("LEASEHOLD_TOKEN"))
+    def from_env(cls, **options: Any) -> SyncClient:
+        """A client for ``$LEASEHOLD_URL`` (one URL, or several separated by commas) with
+        ``$LEASEHOLD_TOKEN``, if they are set."""
+        url = os.environ.get("LEASEHOLD_URL") or DEFAULT_URL
+        return cls(url, token=os.environ.get("LEASEHOLD_TOKEN"), **options)
 
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-        try:
-            return future.result()
-        except BaseException:
-            # Interrupted while waiting (Ctrl+C in a script): cancel the call on the loop
-            # thread too, or close() would find it still pending and the loop would be
-            # closed under it ("Task was destroyed but it is pending").
-            future.cancel()
-            raise
+    @property
+    def url(self) -> str:
+        """The coordinator this client asks now (the one that answered last)."""
+        return self._calls.shared.endpoints.current.url
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every coordinator this client knows, in the order given."""
+        return self._calls.shared.endpoints.urls
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self._calls.retry
+
+    def with_retry(self, retry: RetryPolicy) -> SyncClient:
+        """The same client (same connections, same coordinators) with another retry policy."""
+        return self._view(self._calls.view(retry, None))
+
+    def with_timeout(self, seconds: float) -> SyncClient:
+        """The same client with another bound on one try of a call."""
+        return self._view(self._calls.view(None, seconds))
+
+    def _view(self, calls: Calls) -> SyncClient:
+        view = SyncClient.__new__(SyncClient)
+        view._calls, view._transport = calls, self._transport
+        return view
 
     def close(self) -> None:
-        if self._pid != os.getpid() or self._loop.is_closed():  # the parent's to close
-            return
-        self._run(self._client.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        self._transport.close()
 
     def __enter__(self) -> SyncClient:
         return self
@@ -113,37 +106,70 @@ class SyncClient:
     ) -> None:
         self.close()
 
-    enqueue = _blocking(Client.enqueue)
-    enqueue_many = _blocking(Client.enqueue_many)
-    lease = _blocking(Client.lease)
-    renew = _blocking(Client.renew)
-    renew_many = _blocking(Client.renew_many)
-    complete = _blocking(Client.complete)
-    complete_many = _blocking(Client.complete_many)
-    fail = _blocking(Client.fail)
-    fail_many = _blocking(Client.fail_many)
-    release = _blocking(Client.release)
-    get = _blocking(Client.get)
-    wait = _blocking(Client.wait)
-    result = _blocking(Client.result)
-    attempts = _blocking(Client.attempts)
-    requeue = _blocking(Client.requeue)
-    requeue_dead = _blocking(Client.requeue_dead)
-    stats = _blocking(Client.stats)
-    list = _blocking(Client.list)
-    cancel = _blocking(Client.cancel)
-    put_schedule = _blocking(Client.put_schedule)
-    schedules = _blocking(Client.schedules)
-    get_schedule = _blocking(Client.get_schedule)
-    delete_schedule = _blocking(Client.delete_schedule)
-    put_limit = _blocking(Client.put_limit)
-    delete_limit = _blocking(Client.delete_limit)
-    limits = _blocking(Client.limits)
-    delete = _blocking(Client.delete)
-    delete_where = _blocking(Client.delete_where)
-    run_now = _blocking(Client.run_now)
-    queues = _blocking(Client.queues)
-    pause = _blocking(Client.pause)
-    resume = _blocking(Client.resume)
-    heartbeat = _blocking(Client.heartbeat)
-    workers = _blocking(Client.workers)
+    enqueue = _blocking(Calls.enqueue)
+    enqueue_many = _blocking(Calls.enqueue_many)
+
+    @overload
+    def lease(
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: float | None = None,
+        kinds: Sequence[str] | None = None,
+        wait_seconds: float = 0.0,
+        queues: Sequence[str] | None = None,
+        max_jobs: None = None,
+        request_id: str | None = None,
+    ) -> Lease | None: ...
+
+    @overload
+    def lease(
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: float | None = None,
+        kinds: Sequence[str] | None = None,
+        wait_seconds: float = 0.0,
+        queues: Sequence[str] | None = None,
+        max_jobs: int,
+        request_id: str | None = None,
+    ) -> builtins.list[Lease]: ...
+
+    def lease(self, worker_id: str, **options: Any) -> Lease | builtins.list[Lease] | None:
+        leased: Lease | builtins.list[Lease] | None = drive(
+            self._calls.lease(worker_id, **options), self._transport
+        )
+        return leased
+
+    lease.__doc__ = Calls.lease.__doc__
+    renew = _blocking(Calls.renew)
+    complete = _blocking(Calls.complete)
+    fail = _blocking(Calls.fail)
+    release = _blocking(Calls.release)
+    renew_many = _blocking(Calls.renew_many)
+    complete_many = _blocking(Calls.complete_many)
+    fail_many = _blocking(Calls.fail_many)
+    heartbeat = _blocking(Calls.heartbeat)
+    get = _blocking(Calls.get)
+    wait = _blocking(Calls.wait)
+    result = _blocking(Calls.result)
+    attempts = _blocking(Calls.attempts)
+    cancel = _blocking(Calls.cancel)
+    requeue = _blocking(Calls.requeue)
+    requeue_dead = _blocking(Calls.requeue_dead)
+    delete = _blocking(Calls.delete)
+    delete_where = _blocking(Calls.delete_where)
+    run_now = _blocking(Calls.run_now)
+    queues = _blocking(Calls.queues)
+    pause = _blocking(Calls.pause)
+    resume = _blocking(Calls.resume)
+    workers = _blocking(Calls.workers)
+    stats = _blocking(Calls.stats)
+    list = _blocking(Calls.list)
+    put_schedule = _blocking(Calls.put_schedule)
+    schedules = _blocking(Calls.schedules)
+    get_schedule = _blocking(Calls.get_schedule)
+    delete_schedule = _blocking(Calls.delete_schedule)
+    put_limit = _blocking(Calls.put_limit)
+    delete_limit = _blocking(Calls.delete_limit)
+    limits = _blocking(Calls.limits)

@@ -32,7 +32,7 @@ import structlog
 
 from leasehold._version import __version__
 from leasehold.client import NO_RETRY, Client, Lease, RetryPolicy
-from leasehold.client._transport import MAX_READ_BYTES
+from leasehold.client._exchange import MAX_READ_BYTES
 from leasehold.errors import (
     Forbidden,
     InvalidRequest,
