@@ -87,6 +87,11 @@ class Client:
     def retry(self) -> RetryPolicy:
         return self._calls.retry
 
+    @property
+    def timeout_seconds(self) -> float:
+        """The bound on one try of a call (a long poll adds its wait)."""
+        return self._calls.timeout_seconds
+
     def with_retry(self, retry: RetryPolicy) -> Client:
         """The same client (same connections, same coordinators) with another retry policy."""
         return self._view(self._calls.view(retry, None))

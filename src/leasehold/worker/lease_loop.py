@@ -117,7 +117,7 @@ class Worker:
         self._signals: list[int] = []
         self._fatal: LeaseholdError | None = None
         self._grace: asyncio.TimerHandle | None = None
-        self.context = WorkerContext(settings.worker_id, self.client.url)
+        self.context = WorkerContext(settings.worker_id, ",".join(self.client.urls))
         self._started_at = heartbeat_now()
 
     # -- stopping -----------------------------------------------------------------------
@@ -165,7 +165,7 @@ class Worker:
         log.info(
             "worker.started",
             version=__version__,
-            url=self.client.url,
+            urls=list(self.client.urls),
             kinds=list(self.kinds),
             queues=list(self.settings.queues) if self.settings.queues else None,
             concurrency=self.settings.concurrency,
@@ -230,6 +230,7 @@ class Worker:
             if not free:
                 break  # stopping
             request_id = request_id or f"{self.settings.worker_id}-{uuid.uuid4()}"
+            sent = asyncio.get_running_loop().time()
             try:
                 leases = await self._poll(free, request_id)
             except FATAL as exc:  # 401, 403, 422: asking again will not help
@@ -254,12 +255,12 @@ class Worker:
             failures = 0
             request_id = None
             self._capacity.give(free - len(leases))
-            self._start(jobs, leases)
+            self._start(jobs, leases, sent)
 
-    def _start(self, jobs: asyncio.TaskGroup, leases: list[Lease]) -> None:
+    def _start(self, jobs: asyncio.TaskGroup, leases: list[Lease], sent: float) -> None:
         received = asyncio.get_running_loop().time()
         for lease in leases:
-            leased = Leased.of(lease, self.settings.worker_id, received)
+            leased = Leased.of(lease, self.settings.worker_id, sent, received)
             if self._stopping.is_set():  # leased as we stopped: hand it back unstarted
                 self._capacity.give()
                 jobs.create_task(self._runner.release(leased.job))

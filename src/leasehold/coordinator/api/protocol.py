@@ -33,6 +33,7 @@ CAPABILITIES: Final = (
     "workers_pages",  # GET /workers?limit&cursor, and next_cursor in its answer
     "visible_names",  # every name and key refuses control, format and separator characters
     "stats_folded",  # /stats `folded`: the rows past the 50 largest names, added up apart
+    "lease_wait_cap",  # a long poll waits at most a quarter of the lease it would grant
 )
 
 
