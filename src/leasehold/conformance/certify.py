@@ -5,8 +5,9 @@ the long job once it runs; SIGKILL the first worker once a sixth of the jobs are
 start a replacement; SIGSTOP a worker that holds a job for longer than its lease (so
 another takes the job over and its late reports are stale), losing a fifth of the
 coordinator's answers to the workers meanwhile (the workers talk to it through a proxy),
-then SIGCONT it; wait for every job to finish; stop the workers with SIGTERM. Then check
-the invariants.
+then SIGCONT it; wait for every job to finish. Then check the invariants, and how the
+workers stop (``stopping.py``): a forced stop of one, then SIGTERM to the others while
+answers carrying new leases wait in the proxy.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import aiohttp
 from leasehold.conformance.invariants import Check, invariants
 from leasehold.conformance.lossy import LossyProxy
 from leasehold.conformance.processes import LEASE_SECONDS, Fleet, Worker, start_coordinator
+from leasehold.conformance.stopping import exit_codes, forced_stop, stop_with_leases_on_the_way
 from leasehold.conformance.wire import Wire
 from leasehold.conformance.workload import workload
 
@@ -134,9 +136,11 @@ async def certify(commands: list[list[str]], folder: Path) -> list[Check]:
                 await _until("every job to finish", run.finished, RUN_SECONDS)
             except TimeoutError as exc:
                 fault_error = str(exc)
-            # In a thread: the proxy runs on this loop, and stopping workers report through it.
-            await asyncio.to_thread(fleet.stop_all)
-            return await verify(run, fault_error)
+            checks = await verify(run, fault_error)
+            forced, holder = await forced_stop(run.wire, fleet)
+            handed_back = await stop_with_leases_on_the_way(run.wire, fleet, proxy)
+            left_out = {fleet.workers[0].worker_id, *([holder.worker_id] if holder else [])}
+            return [*checks, forced, handed_back, exit_codes(fleet, left_out)]
     finally:
         await asyncio.to_thread(fleet.stop_all, 1)
         await proxy.stop()
@@ -145,7 +149,7 @@ async def certify(commands: list[list[str]], folder: Path) -> list[Check]:
 
 
 async def verify(run: Run, fault_error: str) -> list[Check]:
-    return await invariants(run.wire, run.plan, run.ids, run.fleet, run.events, fault_error)
+    return await invariants(run.wire, run.plan, run.ids, run.events, fault_error)
 
 
 def certify_in_temp(commands: list[list[str]], keep: Path | None = None) -> list[Check]:
