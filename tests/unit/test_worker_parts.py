@@ -136,7 +136,7 @@ class FakeClient:
         return self
 
     async def lease(self, worker_id: str, **kw: Any) -> list[Lease]:
-        self._record("lease", [kw["max_jobs"]])
+        self._record("lease", [kw["max_jobs"], kw["request_id"]])
         if self.lease_error is not None:
             raise self.lease_error
         taken, self.leases = self.leases[: kw["max_jobs"]], self.leases[kw["max_jobs"] :]
@@ -529,6 +529,25 @@ async def test_an_unreachable_coordinator_is_asked_again() -> None:
             await fake.called.wait()
     worker.stop()
     assert await asyncio.wait_for(task, 5) == 0
+
+
+async def test_a_stop_after_a_poll_got_no_answer_asks_again_and_releases_what_comes() -> None:
+    """The lost answer may have carried leases: asked once more under the same request id,
+    what comes back is released, not left leased until it runs out (PROTOCOL.md §10.6)."""
+    fake = FakeClient(lease_error=Unavailable("the answer was lost"))
+    worker = Worker(
+        Registry({"k": lambda j: None}),
+        WorkerSettings(worker_id="w", wait_seconds=0.01),
+        client=as_client(fake),
+    )
+    task = asyncio.create_task(worker.run())
+    await wait_for(fake.called)
+    fake.lease_error, fake.leases = None, [lease_of(9)]
+    worker.stop()
+    assert await asyncio.wait_for(task, 5) == 0
+    polls = fake.of("lease")
+    assert len({request_id for _, request_id in polls}) == 1  # every one the same request
+    assert fake.released == [9]
 
 
 def test_a_lease_runs_from_its_send_but_never_from_more_than_half_a_lease_back() -> None:

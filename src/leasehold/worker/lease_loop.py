@@ -48,6 +48,7 @@ from leasehold.worker.context import Hook, WorkerContext, enter_worker, run_hook
 from leasehold.worker.handler_outcome import describe
 from leasehold.worker.heartbeat import beat_body, beat_forever
 from leasehold.worker.heartbeat import now as heartbeat_now
+from leasehold.worker.job import LeasedJob
 from leasehold.worker.job_runner import JobRunner, Leased
 from leasehold.worker.registry import Registry
 from leasehold.worker.settings import WorkerSettings
@@ -221,6 +222,13 @@ class Worker:
         return True
 
     async def _lease_loop(self, jobs: asyncio.TaskGroup) -> None:
+        request_id = await self._lease_until_stopped(jobs)
+        if request_id is not None and self._fatal is None:
+            await self._hand_back_unanswered(jobs, request_id)
+
+    async def _lease_until_stopped(self, jobs: asyncio.TaskGroup) -> str | None:
+        """Lease and start jobs until stopping; the request id of the last poll if it got
+        no answer."""
         failures = 0
         # A poll that got no answer is asked again under the same request id, so that the
         # leases a lost answer carried come back instead of waiting out their expiry.
@@ -238,7 +246,7 @@ class Worker:
                 log.error("worker.fatal", error=exc.message, code=exc.code)
                 self._fatal = exc
                 self.stop()
-                return
+                return None
             except LeaseholdError as exc:
                 # Unreachable, or an answer the client refused (not JSON, too large, more
                 # leases than asked for): none of its jobs was started. Asked again later,
@@ -256,6 +264,19 @@ class Worker:
             request_id = None
             self._capacity.give(free - len(leases))
             self._start(jobs, leases, sent)
+        return request_id
+
+    async def _hand_back_unanswered(self, jobs: asyncio.TaskGroup, request_id: str) -> None:
+        """Stopping after a poll that got no answer, which may have leased jobs: asked once
+        more under its request id, whatever it brings back is released (PROTOCOL.md §10,
+        item 6), rather than left leased until the leases run out."""
+        try:
+            leases = await self._poll(self.settings.concurrency, request_id)
+        except LeaseholdError as exc:
+            log.warning("worker.unanswered_at_stop", error=exc.message)
+            return
+        for lease in leases:
+            jobs.create_task(self._runner.release(LeasedJob.of(lease, self.settings.worker_id)))
 
     def _start(self, jobs: asyncio.TaskGroup, leases: list[Lease], sent: float) -> None:
         received = asyncio.get_running_loop().time()
