@@ -135,7 +135,6 @@ class _Batcher(Generic[ItemT]):
         else:
             _settle(pending.answer, result=ItemResult(job.id, ItemOutcome.OK, job=job))
 
-
     def _client_for(self, batch: list[_Pending[ItemT]]) -> Client:
         """The client, with tries bounded by the shortest lease of the batch."""
         shortest = min(p.lease_seconds for p in batch)
