@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from leasehold.client import Client, RetryPolicy, SyncClient
@@ -160,3 +161,105 @@ async def test_a_worker_leases_runs_and_reports_through_the_coordinator_that_ans
         finally:
             worker.stop()
             assert await asyncio.wait_for(running, 10) == 0
+
+
+class HangingProxy:
+    """A TCP proxy to the coordinator that swallows the next ``hang`` answers: the request
+    gets through and is applied, and its connection stays open with no answer, as when a
+    proxy or a stalled connection holds it back."""
+
+    def __init__(self, target: str) -> None:
+        self.target_port = int(target.rsplit(":", 1)[1])
+        self.hang = 0
+        self.swallowed = 0
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def __aenter__(self) -> HangingProxy:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for connection in self._connections:
+            connection.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        swallowing = False
+
+        async def pipe(
+            source: asyncio.StreamReader, sink: asyncio.StreamWriter, back: bool
+        ) -> None:
+            nonlocal swallowing
+            with contextlib.suppress(ConnectionError):
+                while chunk := await source.read(65536):
+                    if back and (swallowing or self.hang > 0):
+                        if not swallowing:
+                            self.hang, self.swallowed, swallowing = (
+                                self.hang - 1,
+                                self.swallowed + 1,
+                                True,
+                            )
+                        continue
+                    sink.write(chunk)
+                    await sink.drain()
+
+        try:
+            await asyncio.gather(pipe(reader, up_writer, False), pipe(up_reader, writer, True))
+        finally:
+            writer.transport.abort()
+            up_writer.transport.abort()
+
+
+async def test_a_lease_answer_that_hangs_is_recovered_before_a_short_lease_runs_out(
+    inproc: InProcessCoordinator,
+) -> None:
+    """The answer carrying a 2 s lease never arrives: the client gives the try at most half
+    the lease (a quarter of wait, a quarter of answer), asks again under the same request id
+    and gets the same lease, with its attempt not spent."""
+    async with Client(inproc.url) as direct:
+        job = await direct.enqueue("failover.hang")
+        async with HangingProxy(inproc.url) as proxy, Client(proxy.url) as client:
+            proxy.hang = 1
+            started = time.monotonic()
+            leases = await client.lease(
+                "w-hang", kinds=["failover.hang"], lease_seconds=2, wait_seconds=10, max_jobs=1
+            )
+            elapsed = time.monotonic() - started
+        assert proxy.swallowed == 1
+        (lease,) = leases
+        assert lease.job.id == job.id and lease.token == 1  # the first lease, not a new one
+        assert 1.0 <= elapsed < 2.0
+        done = await direct.complete(job.id, lease.token, "done")
+        assert (done.status, done.attempts) == (JobStatus.COMPLETED, 1)
+
+
+async def test_a_long_poll_waits_at_most_a_quarter_of_its_lease(
+    inproc: InProcessCoordinator,
+) -> None:
+    """Asked to wait 10 s for a 1 s lease, the coordinator answers 204 after 0.25 s."""
+    async with aiohttp.ClientSession() as session:
+        started = time.monotonic()
+        async with session.post(
+            inproc.url + "/lease",
+            json={
+                "worker_id": "w-cap",
+                "kinds": ["failover.none"],
+                "lease_seconds": 1,
+                "wait_seconds": 10,
+            },
+        ) as answer:
+            assert answer.status == 204
+        assert 0.2 <= time.monotonic() - started < 2
