@@ -352,7 +352,7 @@ def test_one_sync_client_serves_many_threads(shared: Coordinator) -> None:
     from the pool, and every answer reaches the thread that asked."""
     with SyncClient(shared.url) as client, ThreadPoolExecutor(8) as pool:
         jobs = list(pool.map(lambda n: client.enqueue("threads", {"n": n}), range(80)))
-    assert sorted(j.payload["n"] for j in jobs) == list(range(80))  # type: ignore[index]
+    assert sorted(j.payload["n"] for j in jobs) == list(range(80))
     assert len({j.id for j in jobs}) == 80
 
 
