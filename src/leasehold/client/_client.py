@@ -3,18 +3,15 @@ clients), awaited here on aiohttp."""
 
 from __future__ import annotations
 
-import builtins
-import os
 import random
 from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from leasehold.client._aio import AioTransport, drive
-from leasehold.client._calls import Calls
-from leasehold.client._endpoints import Endpoints
-from leasehold.client._exchange import HEADERS, MAX_READ_BYTES, Flow, Shared
-from leasehold.client._parse import DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL, Lease
+from leasehold.client._calls import Calls, Front
+from leasehold.client._exchange import HEADERS, MAX_READ_BYTES, Flow
+from leasehold.client._parse import DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL
 from leasehold.client._retry import RetryPolicy
 
 P = ParamSpec("P")
@@ -34,7 +31,7 @@ def _awaited(
     return call
 
 
-class Client:
+class Client(Front):
     """An async client for a coordinator, or several. Use ``async with Client(url) as c:``.
 
     ``url`` is one coordinator's URL, or several (a list, or one string with commas) of
@@ -60,50 +57,10 @@ class Client:
         rng: random.Random | None = None,
         max_read_bytes: int | None = None,
     ) -> None:
-        shared = Shared(Endpoints(url), rng or random.Random())
-        self._calls = Calls(shared, retry or RetryPolicy(), timeout_seconds)
+        self._calls = Calls.of(url, retry, timeout_seconds, rng)
         self._transport = AioTransport(
             token, HEADERS, max_connections, max_read_bytes or MAX_READ_BYTES
         )
-
-    @classmethod
-    def from_env(cls, **options: Any) -> Client:
-        """A client for ``$LEASEHOLD_URL`` (one URL, or several separated by commas) with
-        ``$LEASEHOLD_TOKEN``, if they are set."""
-        url = os.environ.get("LEASEHOLD_URL") or DEFAULT_URL
-        return cls(url, token=os.environ.get("LEASEHOLD_TOKEN"), **options)
-
-    @property
-    def url(self) -> str:
-        """The coordinator this client asks now (the one that answered last)."""
-        return self._calls.shared.endpoints.current.url
-
-    @property
-    def urls(self) -> tuple[str, ...]:
-        """Every coordinator this client knows, in the order given."""
-        return self._calls.shared.endpoints.urls
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return self._calls.retry
-
-    @property
-    def timeout_seconds(self) -> float:
-        """The bound on one try of a call (a long poll adds its wait)."""
-        return self._calls.timeout_seconds
-
-    def with_retry(self, retry: RetryPolicy) -> Client:
-        """The same client (same connections, same coordinators) with another retry policy."""
-        return self._view(self._calls.view(retry, None))
-
-    def with_timeout(self, seconds: float) -> Client:
-        """The same client with another bound on one try of a call."""
-        return self._view(self._calls.view(None, seconds))
-
-    def _view(self, calls: Calls) -> Client:
-        view = Client.__new__(Client)
-        view._calls, view._transport = calls, self._transport
-        return view
 
     async def close(self) -> None:
         await self._transport.close()
@@ -122,39 +79,7 @@ class Client:
     enqueue = _awaited(Calls.enqueue)
     enqueue_many = _awaited(Calls.enqueue_many)
 
-    @overload
-    async def lease(
-        self,
-        worker_id: str,
-        *,
-        lease_seconds: float | None = None,
-        kinds: Sequence[str] | None = None,
-        wait_seconds: float = 0.0,
-        queues: Sequence[str] | None = None,
-        max_jobs: None = None,
-        request_id: str | None = None,
-    ) -> Lease | None: ...
-
-    @overload
-    async def lease(
-        self,
-        worker_id: str,
-        *,
-        lease_seconds: float | None = None,
-        kinds: Sequence[str] | None = None,
-        wait_seconds: float = 0.0,
-        queues: Sequence[str] | None = None,
-        max_jobs: int,
-        request_id: str | None = None,
-    ) -> builtins.list[Lease]: ...
-
-    async def lease(self, worker_id: str, **options: Any) -> Lease | builtins.list[Lease] | None:
-        leased: Lease | builtins.list[Lease] | None = await drive(
-            self._calls.lease(worker_id, **options), self._transport
-        )
-        return leased
-
-    lease.__doc__ = Calls.lease.__doc__
+    lease = _awaited(Calls.lease)
     renew = _awaited(Calls.renew)
     complete = _awaited(Calls.complete)
     fail = _awaited(Calls.fail)
