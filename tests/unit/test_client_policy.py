@@ -96,6 +96,14 @@ def test_a_500_is_tried_again_where_it_was_after_a_wait() -> None:
     assert (outcome, trace) == ({"ok": True}, ["a", "sleep", "a"])
 
 
+def test_a_408_is_sent_again_where_it_was() -> None:
+    """The request did not arrive whole in time (or met the close of an idle connection):
+    nothing was applied, so it is sent again, like a 500."""
+    replies = [Reply(408, "application/json", b'{"error": "request_timeout"}'), OK]
+    outcome, trace = play(shared_of(A, B), lambda url: replies.pop(0))
+    assert (outcome, trace) == ({"ok": True}, ["a", "sleep", "a"])
+
+
 def test_an_answer_is_final_wherever_it_came_from() -> None:
     """A 404 from the second coordinator is the answer: not tried on a third."""
     missing = Reply(404, "application/json", b'{"error": "job_not_found", "message": "no"}')
