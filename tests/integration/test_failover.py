@@ -118,10 +118,12 @@ async def test_a_coordinator_that_does_not_answer_in_time_is_moved_past(
 ) -> None:
     """A try that times out moves on: the call costs one timeout, not a failure."""
     with silent_url() as silent:
-        async with opened([silent, inproc.url], retry=ONE_ROUND, timeout_seconds=0.5) as client:
+        # A second: the coordinator in this process answers well within it, even on a
+        # machine busy with other work.
+        async with opened([silent, inproc.url], retry=ONE_ROUND, timeout_seconds=1.0) as client:
             started = time.monotonic()
             await client.enqueue("failover.c")
-            assert 0.5 <= time.monotonic() - started < 5
+            assert 1.0 <= time.monotonic() - started < 10
             assert client.url == inproc.url
 
 
