@@ -242,7 +242,9 @@ async def test_a_lease_answer_that_hangs_is_recovered_before_a_short_lease_runs_
             elapsed = time.monotonic() - started
         assert proxy.swallowed == 1
         (lease,) = leases
-        assert lease.job.id == job.id and lease.token == 1  # the first lease, not a new one
+        # The first lease, not a new one: one attempt, under the token handed back.
+        assert lease.job.id == job.id and lease.job.attempts == 1
+        assert [a.token for a in await direct.attempts(job.id)] == [lease.token]
         assert 1.0 <= elapsed < 2.0
         done = await direct.complete(job.id, lease.token, "done")
         assert (done.status, done.attempts) == (JobStatus.COMPLETED, 1)
