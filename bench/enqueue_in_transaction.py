@@ -1,4 +1,4 @@
-"""What an enqueue inside the application's own transaction costs (DESIGN.md §24).
+"""What an enqueue inside the application's own transaction costs (DESIGN.md §26).
 
     .venv/bin/python -m bench.enqueue_in_transaction [--jobs 500] [--repeat 3]
 

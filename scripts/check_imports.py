@@ -48,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     # ... and, with a database connection instead of a client, enqueues in the caller's
     # transaction (below).
     "tasks": KERNEL | {"client", "worker", "transactional"},
-    # Enqueue in the application's own transaction (DESIGN.md §24): the application's
+    # Enqueue in the application's own transaction (DESIGN.md §26): the application's
     # process checks a job with the coordinator's own wire model and fingerprints (so the
     # two ways in cannot drift apart) and calls the database's leasehold_enqueue. It runs
     # no part of a coordinator: no service, no store, no driver.

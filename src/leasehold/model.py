@@ -125,6 +125,10 @@ MAX_ATTEMPTS_LIMIT = 1000
 # The protocol's bounds on one request, which both sides know (GET /protocol states them).
 MAX_LEASE_SECONDS = 86_400.0  # a lease's length, and an attempt's time limit
 MAX_WAIT_SECONDS = 30.0  # one long poll; a longer wait is a few polls in a row
+# A long poll waits at most this share of the lease it grants (protocol 1.2), so that a
+# worker that got no answer can ask again under the same request id, and get the leases
+# the lost answer carried, while they still run (PROTOCOL.md §5).
+LEASE_WAIT_SHARE = 0.25
 MAX_PAGE_LIMIT = 1000  # jobs, or attempts, in one page (GET /jobs, GET /jobs/{id}/attempts)
 MAX_REQUEUE_LIMIT = 10_000  # dead jobs one POST /jobs/requeue moves
 # How often the Python worker sends its heartbeat; the coordinator's presence rules count a

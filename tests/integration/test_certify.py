@@ -1,6 +1,6 @@
 """``leasehold certify-worker``: the Python worker, the JavaScript reference worker (which
 claims workflows), and both on one queue pass the certification run; a worker that ignores
-cancellations and drops its jobs' parents fails it."""
+cancellations, drops its jobs' parents and keeps leases at its stop fails it."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def certify(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def assert_certified(run: subprocess.CompletedProcess[str], checks: int = 6) -> None:
+def assert_certified(run: subprocess.CompletedProcess[str], checks: int = 8) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.splitlines()[-1] == f"{checks} passed, 0 failed"
 
@@ -49,7 +49,7 @@ def test_the_javascript_worker_is_certified() -> None:
     workflows: its handlers get their parents' results, and a job killed between its
     spawns spawns every child once."""
     run = certify("--workflows", "--", *JS_WORKER)
-    assert_certified(run, checks=8)
+    assert_certified(run, checks=10)
     assert "SIGKILL cert-1 mid-spawn" in run.stdout
 
 
@@ -60,28 +60,31 @@ def test_a_mixed_run_of_both_workers_is_certified() -> None:
 
 
 @needs_node
-def test_a_worker_that_ignores_cancellation_and_parents_fails(tmp_path: Path) -> None:
-    """A worker that keeps running a cancelled job until its lease runs out, and whose
-    handlers never see their jobs' parents, fails, and the lines say so."""
-    handlers = tmp_path / "ignoring.mjs"
+def test_a_worker_that_ignores_cancellation_parents_and_its_stop_fails(tmp_path: Path) -> None:
+    """A worker that does not release a cancelled job (it holds it until its lease runs
+    out), whose handlers never see their jobs' parents, and that does not release the jobs
+    a poll brings back after SIGTERM, fails: one line says so for each (one run checks all
+    three: a run costs ten seconds)."""
+    handlers = tmp_path / "orphans.mjs"
     source = (ROOT / "workers" / "js" / "handlers.mjs").read_text()
-    # A sleep that does not listen to the abort signal: the job is held until the lease ends.
-    ignoring = source.replace(
-        "await sleep(ms, signal);", "await sleep(ms, new AbortController().signal);"
-    )
-    handlers.write_text(ignoring.replace("job.parents.map(", "[].map("))
-    broken = ROOT / "workers" / "js" / "worker.mjs"
+    assert "job.parents.map(" in source
+    # Handlers that still stop when told to: a sleep that ignored it would hold both stops
+    # for their whole 15 s bound, and the cancelled job is unreleased without that.
+    handlers.write_text(source.replace("job.parents.map(", "[].map("))
+    broken = (ROOT / "workers" / "js" / "worker.mjs").read_text()
+    for line in (
+        'if (answer.code === "job_cancelled") await report(held, "release", { token: held.token });',
+        'await call("POST", `/jobs/${lease.job.id}/release`, { token: lease.token }).catch(() => {});',
+    ):
+        assert line in broken
+        broken = broken.replace(line, "")
     script = tmp_path / "worker.mjs"
-    script.write_text(
-        broken.read_text().replace(
-            'if (answer.code === "job_cancelled") await report(held, "release", { token: held.token });',
-            "",
-        )
-    )
+    script.write_text(broken)
     run = certify("--workflows", "--", "node", str(script), str(handlers))
     assert run.returncode == 1
     failed = {line[6:].split("  ")[0] for line in run.stdout.splitlines() if line[:4] == "FAIL"}
     assert {
         "the cancelled job was stopped by its worker",
         "parents' results handed to the handler",
+        "jobs a poll brings back after SIGTERM are released",
     } <= failed, run.stdout

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import aiohttp.web
@@ -347,3 +350,57 @@ def test_retry_delays_grow_with_jitter_up_to_the_cap() -> None:
         assert step / 2 <= delay <= step
     assert policy.delay(10_000, rng) <= 2.0
     assert len(set(delays)) == len(delays)  # jittered, not in lockstep
+
+
+def test_one_sync_client_serves_many_threads(shared: Coordinator) -> None:
+    """A web server's threads share one SyncClient: each call takes a connection of its own
+    from the pool, and every answer reaches the thread that asked."""
+    with SyncClient(shared.url) as client, ThreadPoolExecutor(8) as pool:
+        jobs = list(pool.map(lambda n: client.enqueue("threads", {"n": n}), range(80)))
+    assert sorted(j.payload["n"] for j in jobs) == list(range(80))
+    assert len({j.id for j in jobs}) == 80
+
+
+class Closing:
+    """A server on a raw socket that answers one request per connection and then closes it,
+    without saying so: the first time after its answer, the second time on receiving the
+    next request, unanswered. So a client's pooled connection is found closed while idle,
+    then closed under its request (the keep-alive race)."""
+
+    ANSWER = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n"
+        b'{"ok":true}'
+    )
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.closed = threading.Event()
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                conn.recv(65536)
+                conn.sendall(self.ANSWER)
+                if self.connections == 2:  # reads the next request, and hangs up on it
+                    conn.recv(65536)
+            self.closed.set()
+
+
+def test_a_pooled_connection_the_coordinator_closed_is_replaced() -> None:
+    server = Closing()
+    with SyncClient(server.url, retry=RetryPolicy(attempts=1)) as client:
+        assert client.stats() == {"ok": True}
+        assert server.closed.wait(5)  # closed while idle in the pool: seen, and not used
+        server.closed.clear()
+        assert client.stats() == {"ok": True}
+        assert client.stats() == {"ok": True}  # sent on it, then closed: sent once more
+    server.sock.close()
+    assert server.connections == 3

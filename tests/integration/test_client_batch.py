@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import socket
 import threading
@@ -11,9 +10,10 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from leasehold.client import MAX_BATCH, Client, NewJob, RetryPolicy, SyncClient
+from leasehold.client._blocking import SocketTransport
 from leasehold.errors import IdempotencyConflict, InvalidRequest
 from leasehold.model import JobStatus
-from tests.process import Coordinator, sqlite_coordinator, wait_until
+from tests.process import Coordinator, sqlite_coordinator
 
 QUICK = RetryPolicy(attempts=2, base_seconds=0.01, max_seconds=0.02)
 
@@ -71,16 +71,15 @@ def test_sync_client_enqueue_many(shared: Coordinator) -> None:
         assert client.get(job.id).payload == {"sync": True}
 
 
-def test_an_interrupted_sync_call_is_cancelled_on_the_loop_too() -> None:
-    """Ctrl+C during a blocking call cancels the call, so closing leaves nothing pending."""
+def test_an_interrupted_sync_call_leaves_no_half_read_connection() -> None:
+    """Ctrl+C during a blocking call ends it, and the connection it was reading is closed,
+    never given back to the pool with an answer still to come."""
     with socket.socket() as silent:  # accepts connections, never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         client = SyncClient(url, timeout_seconds=30)
-        loop = client._loop
-        # A real SIGINT to the main thread once the request waits for its answer (the
-        # simulated one of _thread.interrupt_main does not wake a blocked wait).
+        # A real SIGINT to the main thread once the request waits for its answer.
         main = threading.main_thread().ident
         assert main is not None
         # As at a terminal, even if the tests were started in the background with SIGINT
@@ -92,7 +91,7 @@ def test_an_interrupted_sync_call_is_cancelled_on_the_loop_too() -> None:
                 client.stats()
         finally:
             signal.signal(signal.SIGINT, previous)
-        wait_until(
-            lambda: all(t.done() for t in asyncio.all_tasks(loop)), 5, what="the call cancelled"
-        )
+        transport = client._transport
+        assert isinstance(transport, SocketTransport)
+        assert not any(transport._idle.values())
         client.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, MutableMapping
+from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,8 +21,8 @@ import structlog
 from typer.testing import CliRunner
 
 from leasehold.cli import app
-from leasehold.client import Client, RenewItem, RetryPolicy
-from leasehold.client import _transport as transport
+from leasehold.client import Client, RenewItem, RetryPolicy, SyncClient
+from leasehold.client import _sync as sync_module
 from leasehold.errors import LeaseholdError, Unavailable
 from leasehold.worker import Registry, lease_loop
 from leasehold.worker.lease_loop import Worker
@@ -74,6 +74,42 @@ def text_answer(text: str, content_type: str = "text/html") -> Answer:
     return answer
 
 
+class Threaded:
+    """A ``SyncClient`` called from a test's event loop: each call in a thread, as the
+    scripted server answers on this loop."""
+
+    def __init__(self, client: SyncClient) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._client, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        return call
+
+
+Opener = Callable[..., contextlib.AbstractAsyncContextManager[Any]]
+
+
+@pytest.fixture(params=["Client", "SyncClient"])
+def opened(request: pytest.FixtureRequest) -> Opener:
+    """Either client, with the same arguments, awaited alike: the bounds are each
+    transport's own, the refusals the calls' (written once)."""
+
+    @contextlib.asynccontextmanager
+    async def open_client(url: str, **options: Any) -> AsyncIterator[Any]:
+        if request.param == "Client":
+            async with Client(url, **options) as client:
+                yield client
+        else:
+            with SyncClient(url, **options) as blocking:
+                yield Threaded(blocking)
+
+    return open_client
+
+
 PROXY_PAGE = text_answer("<html><body>Sign in to the network</body></html>")
 TOO_DEEP = text_answer("[" * 2000 + "]" * 2000, "application/json")
 
@@ -98,24 +134,24 @@ class Endless:
         return response
 
 
-async def test_a_2xx_answer_that_is_not_json_is_unavailable() -> None:
+async def test_a_2xx_answer_that_is_not_json_is_unavailable(opened: Opener) -> None:
     """A proxy's page with status 200 (a captive portal, a misrouted request)."""
-    async with serving(PROXY_PAGE) as server, Client(server.url, retry=ONCE) as client:
+    async with serving(PROXY_PAGE) as server, opened(server.url, retry=ONCE) as client:
         with pytest.raises(Unavailable, match=r"GET /stats: the answer \(200, text/html\) is not"):
             await client.stats()
 
 
-async def test_an_answer_nested_past_what_the_parser_takes_is_unavailable() -> None:
-    async with serving(TOO_DEEP) as server, Client(server.url, retry=ONCE) as client:
+async def test_an_answer_nested_past_what_the_parser_takes_is_unavailable(opened: Opener) -> None:
+    async with serving(TOO_DEEP) as server, opened(server.url, retry=ONCE) as client:
         with pytest.raises(Unavailable, match="not JSON"):
             await client.stats()
 
 
-async def test_an_answer_declared_over_the_bound_is_refused() -> None:
+async def test_an_answer_declared_over_the_bound_is_refused(opened: Opener) -> None:
     big = json_answer({"by_status": {}, "padding": "x" * (2 * MiB)})
     async with (
         serving(big) as server,
-        Client(server.url, retry=ONCE, max_read_bytes=MiB) as client,
+        opened(server.url, retry=ONCE, max_read_bytes=MiB) as client,
     ):
         with pytest.raises(Unavailable, match=f"over the {MiB} bytes this client reads"):
             await client.stats()
@@ -124,11 +160,11 @@ async def test_an_answer_declared_over_the_bound_is_refused() -> None:
             await client.stats()
 
 
-async def test_an_endless_answer_is_read_no_further_than_the_bound() -> None:
+async def test_an_endless_answer_is_read_no_further_than_the_bound(opened: Opener) -> None:
     endless = Endless()
     async with (
         serving(endless) as server,
-        Client(server.url, retry=ONCE, max_read_bytes=4 * MiB) as client,
+        opened(server.url, retry=ONCE, max_read_bytes=4 * MiB) as client,
     ):
         with pytest.raises(Unavailable, match="over the"):
             await client.stats()
@@ -140,7 +176,7 @@ async def test_leasehold_stats_stops_reading_a_huge_answer(
 ) -> None:
     """``leasehold stats`` grew to gigabytes reading such an answer; it reads the client's
     bound (made small here, so that the test is quick) and says so, exit 3."""
-    monkeypatch.setattr(transport, "MAX_READ_BYTES", 4 * MiB)
+    monkeypatch.setattr(sync_module, "MAX_READ_BYTES", 4 * MiB)
     endless = Endless()
     env = {"LEASEHOLD_TOKEN": "", "LEASEHOLD_URL": ""}
     async with serving(endless) as server:
@@ -162,23 +198,25 @@ async def test_leasehold_stats_stops_reading_a_huge_answer(
         ([lease_of(1)], "not a lease answer"),
     ],
 )
-async def test_a_lease_answer_not_asked_for_is_refused_whole(body: Any, problem: str) -> None:
-    async with serving(json_answer(body)) as server, Client(server.url, retry=ONCE) as client:
+async def test_a_lease_answer_not_asked_for_is_refused_whole(
+    opened: Opener, body: Any, problem: str
+) -> None:
+    async with serving(json_answer(body)) as server, opened(server.url, retry=ONCE) as client:
         with pytest.raises(LeaseholdError, match=problem):
             await client.lease("w", max_jobs=4)
 
 
-async def test_a_single_lease_answer_must_be_a_lease() -> None:
+async def test_a_single_lease_answer_must_be_a_lease(opened: Opener) -> None:
     answer = json_answer({**lease_of(1), "token": 0})
-    async with serving(answer) as server, Client(server.url, retry=ONCE) as client:
+    async with serving(answer) as server, opened(server.url, retry=ONCE) as client:
         with pytest.raises(LeaseholdError, match="no valid token"):
             await client.lease("w")
 
 
-async def test_a_batch_answered_for_other_jobs_is_refused() -> None:
+async def test_a_batch_answered_for_other_jobs_is_refused(opened: Opener) -> None:
     ok = {"outcome": "ok", "verdict": "ok", "error": None, "message": None}
     answer = json_answer({"results": [{**ok, "id": 2, "job": leased_job(2)}]})
-    async with serving(answer) as server, Client(server.url, retry=ONCE) as client:
+    async with serving(answer) as server, opened(server.url, retry=ONCE) as client:
         with pytest.raises(LeaseholdError, match="for job 2 where job 1 was sent"):
             await client.renew_many([RenewItem(1, 1)])
 

@@ -16,6 +16,9 @@ CASES = [
     (["serve", "--public-origin", "https://x/ui/"], "'https://x/ui/' is not an origin"),
     (["worker", "--concurrency", "0"], "greater than or equal to 1"),
     (["nosuch"], "No such command 'nosuch'"),
+    # A URL without its scheme was taken for an outage: exit 3, and a worker retrying forever.
+    (["worker", "--url", "127.0.0.1:8080", "m:r"], "write http://127.0.0.1:8080"),
+    (["stats", "--url", "http://a:8080,,http://b:8080"], "empty coordinator URL"),
 ]
 
 

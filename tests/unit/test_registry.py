@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import sys
 from pathlib import Path
 
 import pytest
 
-from leasehold.client._retry import RetryPolicy, call_with_retry
-from leasehold.errors import Unavailable
 from leasehold.worker import AppLoadError, LeasedJob, Registry
 from leasehold.worker.loader import load_app
 
@@ -106,34 +103,3 @@ def test_an_import_error_names_the_file_and_line_and_keeps_the_modules_frames(
         "ModuleNotFoundError: No module named 'no_such_jobs_for_test'"
     )
     assert missing.value.traceback is None
-
-
-async def test_call_with_retry_retries_unavailable_only_as_often_as_allowed() -> None:
-    calls: list[int] = []
-
-    async def flaky() -> str:
-        calls.append(1)
-        if len(calls) < 3:
-            raise Unavailable("down")
-        return "up"
-
-    policy = RetryPolicy(attempts=3, base_seconds=0.001, max_seconds=0.002)
-    assert await call_with_retry(flaky, policy, random.Random(1), "flaky") == "up"
-    calls.clear()
-    with pytest.raises(Unavailable):
-        await call_with_retry(
-            flaky, RetryPolicy(attempts=2, base_seconds=0.001), random.Random(1), "f"
-        )
-    assert len(calls) == 2
-
-
-async def test_call_with_retry_does_not_retry_answers() -> None:
-    calls: list[int] = []
-
-    async def refused() -> None:
-        calls.append(1)
-        raise ValueError("an answer, not an outage")
-
-    with pytest.raises(ValueError, match="an answer"):
-        await call_with_retry(refused, RetryPolicy(attempts=None), random.Random(1), "refused")
-    assert len(calls) == 1

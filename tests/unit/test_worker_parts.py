@@ -84,6 +84,13 @@ class FakeClient:
     lease_error: LeaseholdError | None = None
     released: list[int] = field(default_factory=list)
     url: str = "http://fake"
+    urls: tuple[str, ...] = ("http://fake",)
+    timeout_seconds: float = 10.0
+    try_timeouts: list[float] = field(default_factory=list)
+
+    def with_timeout(self, seconds: float) -> FakeClient:
+        self.try_timeouts.append(seconds)
+        return self
 
     def _record(self, what: str, items: Sequence[Any]) -> None:
         self.calls.append((what, list(items)))
@@ -129,7 +136,7 @@ class FakeClient:
         return self
 
     async def lease(self, worker_id: str, **kw: Any) -> list[Lease]:
-        self._record("lease", [kw["max_jobs"]])
+        self._record("lease", [kw["max_jobs"], kw["request_id"]])
         if self.lease_error is not None:
             raise self.lease_error
         taken, self.leases = self.leases[: kw["max_jobs"]], self.leases[kw["max_jobs"] :]
@@ -326,7 +333,7 @@ async def test_reports_ready_together_share_one_request() -> None:
     reporter, task = await run_reporter(fake)
     try:
         await asyncio.gather(
-            *(reporter.complete(CompleteItem(n, 1, n), deadline()) for n in range(1, 6))
+            *(reporter.complete(CompleteItem(n, 1, n), deadline(), 30.0) for n in range(1, 6))
         )
         assert [[i.job_id for i in items] for items in fake.of("complete_many")] == [
             [1, 2, 3, 4, 5]
@@ -345,7 +352,7 @@ async def test_a_refused_item_raises_for_its_caller_only() -> None:
     reporter, task = await run_reporter(fake)
     try:
         answers = await asyncio.gather(
-            *(reporter.complete(CompleteItem(n, 1), deadline()) for n in (1, 2, 3)),
+            *(reporter.complete(CompleteItem(n, 1), deadline(), 30.0) for n in (1, 2, 3)),
             return_exceptions=True,
         )
         assert answers[0] is None and answers[2] is None
@@ -359,8 +366,8 @@ async def test_a_batch_refused_as_a_whole_is_sent_again_item_by_item() -> None:
     reporter, task = await run_reporter(fake)
     try:
         answers = await asyncio.gather(
-            reporter.complete(CompleteItem(1, 1, "fine"), deadline()),
-            reporter.complete(CompleteItem(2, 1, "refused"), deadline()),
+            reporter.complete(CompleteItem(1, 1, "fine"), deadline(), 30.0),
+            reporter.complete(CompleteItem(2, 1, "refused"), deadline(), 30.0),
             return_exceptions=True,
         )
         assert answers[0] is None
@@ -378,7 +385,7 @@ async def test_a_report_not_answered_by_its_deadline_times_out() -> None:
     reporter, task = await run_reporter(FakeClient(report_answer=hang))
     try:
         with pytest.raises(TimeoutError):
-            await reporter.complete(CompleteItem(1, 1), deadline(0.1))
+            await reporter.complete(CompleteItem(1, 1), deadline(0.1), 30.0)
     finally:
         task.cancel()
 
@@ -391,7 +398,7 @@ async def test_fail_batches_stay_under_their_size_bound() -> None:
     big = "x" * (MAX_FAIL_BATCH_CHARS // 2)
     try:
         failed = await asyncio.gather(
-            *(reporter.fail(FailItem(n, 1, big), deadline()) for n in (1, 2, 3))
+            *(reporter.fail(FailItem(n, 1, big), deadline(), 30.0) for n in (1, 2, 3))
         )
         assert [j.status for j in failed] == [JobStatus.QUEUED] * 3
         sizes = [len(items) for items in fake.of("fail_many")]
@@ -410,7 +417,8 @@ async def no_polls() -> None:
 async def run_one(registry: Registry, fake: FakeClient, seconds: float = 2.0) -> None:
     runner = JobRunner(as_client(fake), registry, Flag(), polls_ended=no_polls)
     lease = Lease(job(7, seconds=seconds, kind="k"), 1)
-    leased = Leased.of(lease, "w", asyncio.get_running_loop().time())
+    now = asyncio.get_running_loop().time()
+    leased = Leased.of(lease, "w", now, now)
     reporting = asyncio.create_task(runner.reporter.run())
     renewing = asyncio.create_task(runner.renewer.run())
     handler_done = asyncio.Event()
@@ -521,3 +529,31 @@ async def test_an_unreachable_coordinator_is_asked_again() -> None:
             await fake.called.wait()
     worker.stop()
     assert await asyncio.wait_for(task, 5) == 0
+
+
+async def test_a_stop_after_a_poll_got_no_answer_asks_again_and_releases_what_comes() -> None:
+    """The lost answer may have carried leases: asked once more under the same request id,
+    what comes back is released, not left leased until it runs out (PROTOCOL.md §10.6)."""
+    fake = FakeClient(lease_error=Unavailable("the answer was lost"))
+    worker = Worker(
+        Registry({"k": lambda j: None}),
+        WorkerSettings(worker_id="w", wait_seconds=0.01),
+        client=as_client(fake),
+    )
+    task = asyncio.create_task(worker.run())
+    await wait_for(fake.called)
+    fake.lease_error, fake.leases = None, [lease_of(9)]
+    worker.stop()
+    assert await asyncio.wait_for(task, 5) == 0
+    polls = fake.of("lease")
+    assert len({request_id for _, request_id in polls}) == 1  # every one the same request
+    assert fake.released == [9]
+
+
+def test_a_lease_runs_from_its_send_but_never_from_more_than_half_a_lease_back() -> None:
+    """The deadline is reckoned from when the poll was sent (the lease was granted after
+    it), and from half a lease before the answer when the send was longer ago: a poll that
+    moved on to another coordinator was answered by a later try."""
+    lease = Lease(job(7, seconds=4.0, kind="k"), 1)
+    assert Leased.of(lease, "w", sent=100.0, received=101.0).deadline == 104.0
+    assert Leased.of(lease, "w", sent=100.0, received=110.0).deadline == 112.0

@@ -23,6 +23,7 @@ from leasehold.cli.logs import (
     LogLevel,
     configure_logging,
 )
+from leasehold.cli.urls import URL_HELP, check_urls
 from leasehold.client import DEFAULT_URL
 from leasehold.model import MAX_LEASE_SECONDS, MAX_WAIT_SECONDS
 from leasehold.worker.settings import WorkerSettings
@@ -41,7 +42,9 @@ def worker(
         envvar="LEASEHOLD_APP",
         help="The handlers, as module:attribute (a leasehold Registry or a dict {kind: handler}).",
     ),
-    url: str = typer.Option(DEFAULT_URL, envvar="LEASEHOLD_URL", help="The coordinator."),
+    url: str = typer.Option(
+        DEFAULT_URL, envvar="LEASEHOLD_URL", help=URL_HELP, callback=check_urls
+    ),
     concurrency: int = typer.Option(
         _WORKER.concurrency,
         envvar="LEASEHOLD_CONCURRENCY",

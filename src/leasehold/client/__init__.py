@@ -1,9 +1,14 @@
-"""The HTTP client for a leasehold coordinator: ``Client`` (async) and ``SyncClient``.
+"""The HTTP client for leasehold coordinators: ``Client`` (async) and ``SyncClient``.
 
-Built on aiohttp: one shared ``ClientSession`` with a connection pool per client, chosen by
-measurement (aiohttp's client did about ten times httpx's requests per second under
-concurrency on our machines). The worker and the CLI use this client; nothing else in
-leasehold speaks HTTP to the coordinator.
+Every call is written once, as a flow of the requests it needs (``_calls.py``), with one
+retry and failover policy (``_exchange.py``); ``Client`` awaits the flows on aiohttp, and
+``SyncClient`` runs them on plain keep-alive sockets, with no event loop and no thread
+(DESIGN.md §14 says why each transport). The worker and the CLI use these clients;
+nothing else in leasehold speaks HTTP to the coordinator.
+
+Several coordinators: a client takes one URL or several (``"http://a:8080,http://b:8080"``)
+of coordinators on one database, asks the one that answered last, and moves a call on to
+the next on a connection error, a timeout, or a 502, 503 or 504.
 
 Errors come back as the types in ``leasehold.errors``, told apart by the ``error`` code in
 the JSON body (``StaleToken``, ``LeaseExpired``, ``JobNotFound``, ...), or by the status
@@ -13,8 +18,8 @@ a network error, a timeout or a 5xx.
 Retries: calls that fail with ``Unavailable`` are tried again with exponential backoff and
 jitter (``RetryPolicy``); 4xx answers never are. That is safe because every call is
 idempotent: a worker's renew / complete / fail / release repeats under the same token are
-answered as the first was, reads change nothing, and an enqueue always carries an
-idempotency key (see ``Client.enqueue``).
+answered as the first was, a lease repeats its request id, reads change nothing, and an
+enqueue always carries an idempotency key (see ``Client.enqueue``).
 
 An enqueue of a job that no live worker serves (its kind misspelt, or no worker started)
 succeeds and warns (``UnservedWarning``), when the coordinator says so.

@@ -85,7 +85,9 @@ _BY_STATUS: dict[int, type[LeaseholdError]] = {
 def error_from_answer(status: int, body: bytes) -> LeaseholdError:
     """The error an HTTP answer with status >= 400 stands for."""
     code, message = _code_and_message(body)
-    if status >= 500:
+    # A 408: the request did not arrive whole in time (or the coordinator closed an idle
+    # connection as the request went out): nothing was applied, and it may be sent again.
+    if status >= 500 or status == 408:
         return Unavailable(f"the coordinator answered {status}: {message}")
     cls = _BY_CODE.get(code or "") or _BY_STATUS.get(status)
     if cls is None:

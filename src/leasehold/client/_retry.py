@@ -1,24 +1,14 @@
-"""Trying a call again after the coordinator could not answer, with backoff and jitter.
+"""How patiently a call is tried again after no coordinator answered: backoff and jitter.
 
 Only ``Unavailable`` (a network error, a timeout, a 5xx answer) is retried: every other
-error is an answer, and asking again would get the same one.
+error is an answer, and asking again would get the same one. ``_exchange.exchange``
+applies the policy, together with the move to another coordinator.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
-
-import structlog
-
-from leasehold.errors import Unavailable
-
-log = structlog.get_logger("leasehold.client")
-
-T = TypeVar("T")
 
 # 2**60 times any sane base is far past any cap; a bound keeps the float math finite.
 _MAX_EXPONENT = 60
@@ -28,9 +18,12 @@ _MAX_EXPONENT = 60
 class RetryPolicy:
     """How often and how patiently a call is tried again.
 
-    ``attempts`` counts the first try; None means "until the caller gives up", for callers
-    that bound the call by a deadline of their own (``asyncio.timeout``), as the worker
-    does with a lease's expiry.
+    ``attempts`` counts rounds, the first included: a round tries the coordinator in use
+    and moves on at once, when one gives no answer, to each other one that has not
+    failed lately; the wait comes between rounds (with one coordinator, a round is one
+    try). None
+    means "until the caller gives up", for callers that bound the call by a deadline of
+    their own (``asyncio.timeout``), as the worker does with a lease's expiry.
     """
 
     attempts: int | None = 5
@@ -48,22 +41,3 @@ class RetryPolicy:
 
 
 NO_RETRY = RetryPolicy(attempts=1)
-
-
-async def call_with_retry(
-    call: Callable[[], Awaitable[T]], policy: RetryPolicy, rng: random.Random, what: str
-) -> T:
-    """``await call()``, trying again on ``Unavailable`` as ``policy`` allows."""
-    attempt = 1
-    while True:
-        try:
-            return await call()
-        except Unavailable as exc:
-            if policy.attempts is not None and attempt >= policy.attempts:
-                raise
-            delay = policy.delay(attempt, rng)
-            log.warning(
-                "client.retry", call=what, attempt=attempt, delay=round(delay, 3), error=exc.message
-            )
-            await asyncio.sleep(delay)
-            attempt += 1

@@ -6,8 +6,9 @@ the long job once it runs; SIGKILL the first worker once a sixth of the jobs are
 start a replacement; SIGSTOP a worker that holds a job for longer than its lease (so
 another takes the job over and its late reports are stale), losing a fifth of the
 coordinator's answers to the workers meanwhile (the workers talk to it through a proxy),
-then SIGCONT it; wait for every job to finish; stop the workers with SIGTERM. Then check
-the invariants.
+then SIGCONT it; wait for every job to finish. Then check the invariants, and how the
+workers stop (``stopping.py``): a forced stop of one, then SIGTERM to the others while
+answers carrying new leases wait in the proxy.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from typing import Any
 
 import aiohttp
 
-from leasehold.conformance.invariants import Check, graceful, invariants, workflow_invariants
+from leasehold.conformance.invariants import Check, invariants, workflow_invariants
 from leasehold.conformance.lossy import LossyProxy
 from leasehold.conformance.processes import LEASE_SECONDS, Fleet, Worker, start_coordinator
+from leasehold.conformance.stopping import exit_codes, forced_stop, stop_with_leases_on_the_way
 from leasehold.conformance.wire import Wire
 from leasehold.conformance.workload import KINDS, WORKFLOW_KINDS, workload
 from leasehold.model import FINISHED
@@ -166,9 +168,12 @@ async def certify(commands: list[list[str]], folder: Path, workflows: bool = Fal
                 await _until("every job to finish", run.finished, RUN_SECONDS)
             except TimeoutError as exc:
                 fault_error = str(exc)
-            # In a thread: the proxy runs on this loop, and stopping workers report through it.
-            await asyncio.to_thread(fleet.stop_all)
-            return await verify(run, fault_error)
+            checks = await verify(run, fault_error)
+            forced, holder = await forced_stop(run.wire, fleet)
+            handed_back = await stop_with_leases_on_the_way(run.wire, fleet, proxy)
+            # The worker killed by the faults, and the one stopped by force, exit otherwise.
+            left_out = {run.killed, *([holder.worker_id] if holder else [])}
+            return [*checks, forced, handed_back, exit_codes(fleet, left_out)]
     finally:
         await asyncio.to_thread(fleet.stop_all, 1)
         await proxy.stop()
@@ -180,7 +185,7 @@ async def verify(run: Run, fault_error: str) -> list[Check]:
     checks = await invariants(run.wire, run.plan, run.ids, run.events, fault_error)
     if run.workflows:
         checks += await workflow_invariants(run.wire, run.ids[1])
-    return [*checks, graceful(run.fleet, run.killed)]
+    return checks
 
 
 def certify_in_temp(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from leasehold.conformance.processes import Fleet
 from leasehold.conformance.wire import Wire
 from leasehold.conformance.workload import CHILDREN, Planned
 
@@ -83,14 +82,6 @@ def _cancelled(jobs: dict[int, Any], planned: dict[int, Planned]) -> Check:
     by_worker = job["status"] == "cancelled" and "lease expired" not in (job["last_error"] or "")
     detail = f"status {job['status']}: {job['last_error']}"
     return Check("the cancelled job was stopped by its worker", by_worker, detail)
-
-
-def graceful(fleet: Fleet, killed: str) -> Check:
-    """Every worker but the one killed exits 0 after SIGTERM."""
-    codes = {w.worker_id: w.exit_code for w in fleet.workers if w.worker_id != killed}
-    bad = {k: v for k, v in codes.items() if v != 0}
-    passed = bool(codes) and not bad  # no worker left to stop is a failure too
-    return Check("SIGTERM stops workers with exit 0", passed, f"exit codes {codes}")
 
 
 async def workflow_invariants(wire: Wire, spawner: int) -> list[Check]:

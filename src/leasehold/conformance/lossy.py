@@ -4,6 +4,9 @@ While ``drop`` is above 0, each answer the coordinator sends back is lost with t
 chance: the proxy cuts both sides of the connection instead of passing it on. The request
 itself got through and was committed, so the worker sees the case PROTOCOL.md §8 is about:
 no answer, after the change. (A smaller cousin of the chaos run's proxy, scripts/chaoslib.)
+
+While held (``hold``, until ``let_go``), answers wait in the proxy: a lease made now
+reaches its worker only when it is let go, after the worker was told to stop.
 """
 
 from __future__ import annotations
@@ -19,7 +22,16 @@ class LossyProxy:
         self.rng = rng or random.Random()
         self.drop = 0.0
         self.lost = 0
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self._server: asyncio.Server | None = None
+
+    def hold(self) -> None:
+        """Keep every answer from now on in the proxy, until ``let_go``."""
+        self._flowing.clear()
+
+    def let_go(self) -> None:
+        self._flowing.set()
 
     @property
     def port(self) -> int:
@@ -61,6 +73,8 @@ class LossyProxy:
         """``upstream`` is set on the answers' direction: those may be lost."""
         try:
             while chunk := await reader.read(65536):
+                if upstream is not None:
+                    await self._flowing.wait()
                 if upstream is not None and self.drop and self.rng.random() < self.drop:
                     self.lost += 1
                     writer.transport.abort()

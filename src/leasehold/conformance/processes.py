@@ -94,15 +94,29 @@ class Fleet:
         if worker.proc.poll() is None:
             worker.proc.send_signal(sig)
 
-    def stop_all(self, timeout: float = 15.0) -> None:
-        """SIGTERM (a graceful stop), then SIGKILL whatever is left after ``timeout``."""
+    @property
+    def alive(self) -> list[Worker]:
+        return [w for w in self.workers if w.alive]
+
+    def terminate_all(self) -> None:
+        """SIGTERM (a graceful stop) to every worker still running."""
         for worker in self.workers:
             self.signal(worker, signal.SIGCONT)
             self.signal(worker, signal.SIGTERM)
+
+    def wait_all(self, timeout: float = 15.0) -> None:
+        """Each worker's exit status, SIGKILLing whatever is left after ``timeout``."""
         deadline = time.monotonic() + timeout
         for worker in self.workers:
+            if worker.exit_code is not None:
+                continue
             try:
                 worker.exit_code = worker.proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 worker.proc.kill()
                 worker.exit_code = worker.proc.wait()
+
+    def stop_all(self, timeout: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL whatever is left after ``timeout``."""
+        self.terminate_all()
+        self.wait_all(timeout)

@@ -33,7 +33,7 @@ from leasehold.model import JSON, Job, JobStatus
 from leasehold.tasks import Task
 from leasehold.testing._matching import ANY, found, matching, not_found, wanted
 from leasehold.testing._runner import WORKER_ID, Drained, TestWorker
-from leasehold.testing._transport import InProcessTransport
+from leasehold.testing._transport import URL, InProcessTransport
 from leasehold.worker.context import WorkerContext
 from leasehold.worker.registry import Handler, Registry
 from leasehold.worker.schedules import sync_schedules
@@ -106,8 +106,8 @@ class AsyncTestCoordinator:
         await self._lifespan.__aenter__()
         self._started = True
         loop = asyncio.get_running_loop()
-        transport = InProcessTransport(self.app, loop, 60.0, self._after_enqueue)
-        self.client = Client._over(transport)
+        transport = InProcessTransport(self.app, loop, self._after_enqueue)
+        self.client = Client._over(transport, URL, timeout_seconds=60.0)
         await self._beat()
         if self.registry is not None:
             await self._worker(self.registry)

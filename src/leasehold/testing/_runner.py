@@ -105,7 +105,8 @@ class TestWorker:
 
     async def run(self, lease: Lease) -> Job:
         """Run one leased job to its report; the job as it then stands."""
-        leased = Leased.of(lease, WORKER_ID, asyncio.get_running_loop().time())
+        now = asyncio.get_running_loop().time()  # the lease was just granted, in process
+        leased = Leased.of(lease, WORKER_ID, now, now)
         await self._in_context(self.runner.run(leased, lambda: None))
         return await self.client.get(lease.job.id)
 

@@ -10,16 +10,13 @@ on the coordinator's loop, and the caller awaits it from its own.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import urlencode
 
-import orjson
 from fastapi import FastAPI
 
-from leasehold.client._parse import error_from_answer
-from leasehold.client._transport import Transport
-from leasehold.client._unserved import UNSERVED_HEADER, warn_unserved
+from leasehold.client._exchange import HEADERS, Reply, Request, Send
+from leasehold.model import UNSERVED_HEADER
 
 URL = "http://127.0.0.1"  # the coordinator of an open set-up is reached on loopback
 _ENQUEUES = frozenset({"/jobs", "/jobs/batch"})
@@ -54,8 +51,10 @@ def http_scope(
     }
 
 
-class InProcessTransport(Transport):
-    """``Transport.send`` as a call of the app (see the module docstring).
+class InProcessTransport:
+    """A client's transport (``Client._over``) as a call of the app: each ``Send`` step
+    handed to it (see the module docstring). The clients' flows decide the rest, as they
+    do over a socket: what is tried again, what an answer means.
 
     ``after_enqueue``, when set, runs after every enqueue the coordinator accepted, before
     the client gets its answer: the test coordinator's inline mode runs the jobs there.
@@ -65,10 +64,8 @@ class InProcessTransport(Transport):
         self,
         app: FastAPI,
         loop: asyncio.AbstractEventLoop,
-        timeout_seconds: float,
         after_enqueue: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        super().__init__(URL, None, timeout_seconds, max_connections=1)
         self.app = app
         self.loop = loop
         self.after_enqueue = after_enqueue
@@ -76,50 +73,32 @@ class InProcessTransport(Transport):
     async def close(self) -> None:
         """Nothing to close: there is no connection."""
 
-    async def send(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        params: Mapping[str, str],
-        headers: Mapping[str, str],
-        timeout_seconds: float,
-    ) -> Any:
-        call = self._exchange(method, path, body, params, headers)
+    async def send(self, step: Send) -> Reply:
+        call = self._exchange(step.request)
         if asyncio.get_running_loop() is self.loop:
             return await call
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, self.loop))
 
-    async def _exchange(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        params: Mapping[str, str],
-        headers: Mapping[str, str],
-    ) -> Any:
-        sent = {"host": "127.0.0.1", **{k.lower(): v for k, v in self.headers.items()}}
-        sent |= {k.lower(): v for k, v in headers.items()}
-        if body is not None or method != "GET":
-            sent["content-type"] = "application/json"
-        status, raw, unserved = await self._call(method, path, body or b"", urlencode(params), sent)
-        if status >= 400:
-            raise error_from_answer(status, raw)
-        warn_unserved(unserved)
-        if method == "POST" and path in _ENQUEUES and self.after_enqueue is not None:
+    async def _exchange(self, request: Request) -> Reply:
+        sent = {"host": "127.0.0.1", **{k.lower(): v for k, v in HEADERS.items()}}
+        sent |= {k.lower(): v for k, v in request.headers.items()}
+        path, _, query = request.path.partition("?")
+        reply = await self._call(request.method, path, request.body or b"", query, sent)
+        enqueued = request.method == "POST" and path in _ENQUEUES and reply.status < 400
+        if enqueued and self.after_enqueue is not None:
             await self.after_enqueue()
-        return orjson.loads(raw) if raw else None
+        return reply
 
     async def _call(
         self, method: str, path: str, body: bytes, query: str, headers: dict[str, str]
-    ) -> tuple[int, bytes, str | None]:
-        """The answer's status, body and ``Leasehold-Unserved`` header."""
+    ) -> Reply:
+        """The answer: its status, content type, body and ``Leasehold-Unserved`` header."""
         encoded = [(k.encode(), v.encode("latin-1")) for k, v in headers.items()]
         scope = http_scope(method, path, encoded, query.encode())
         delivered = False
         status = 0
         chunks: list[bytes] = []
-        unserved: str | None = None
+        found: dict[str, str] = {}
 
         async def receive() -> MutableMapping[str, Any]:
             nonlocal delivered
@@ -130,14 +109,15 @@ class InProcessTransport(Transport):
             return {"type": "http.request", "body": body, "more_body": False}
 
         async def send(message: MutableMapping[str, Any]) -> None:
-            nonlocal status, unserved
+            nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
                 for name, value in message.get("headers", ()):
-                    if name.decode("latin-1").lower() == UNSERVED_HEADER.lower():
-                        unserved = value.decode("latin-1")
+                    found[name.decode("latin-1").lower()] = value.decode("latin-1")
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
         await self.app(scope, receive, send)
-        return status, b"".join(chunks), unserved
+        content_type = found.get("content-type", "").split(";", 1)[0].strip()
+        unserved = found.get(UNSERVED_HEADER.lower())
+        return Reply(status, content_type, b"".join(chunks), unserved)

@@ -37,7 +37,8 @@ Hook: TypeAlias = Callable[["WorkerContext"], Awaitable[None]] | Callable[["Work
 
 @dataclass(eq=False, slots=True)
 class WorkerContext:
-    """One per worker: its id, the coordinator's URL, and ``state`` for what hooks open."""
+    """One per worker: its id, the coordinators' URLs (as ``Client`` takes them: several
+    separated by commas), and ``state`` for what hooks open."""
 
     worker_id: str
     url: str

@@ -18,6 +18,7 @@ from leasehold.errors import (
     LeaseholdError,
     PayloadTooLarge,
 )
+from leasehold.model import LEASE_WAIT_SHARE
 from leasehold.worker.context import enter_job
 from leasehold.worker.handler_outcome import Failed, Interrupted, Outcome, Succeeded, execute
 from leasehold.worker.job import LeasedJob
@@ -28,6 +29,9 @@ from leasehold.worker.waiting import Flag, Preempted, unless_set
 
 log = structlog.get_logger("leasehold.worker")
 
+# The longest one try of a lease poll may last, as a share of the lease: its wait (at most a
+# quarter, LEASE_WAIT_SHARE) and then as long again for the answer (Calls.lease).
+MAX_POLL_SHARE = 2 * LEASE_WAIT_SHARE
 # A release is a courtesy that saves waiting for the lease to run out; it gets this long.
 RELEASE_TIMEOUT_SECONDS = 5.0
 
@@ -41,14 +45,18 @@ class Leased:
     deadline: float  # on the loop's monotonic clock
 
     @classmethod
-    def of(cls, lease: Lease, worker_id: str, received: float) -> Leased:
+    def of(cls, lease: Lease, worker_id: str, sent: float, received: float) -> Leased:
         job = lease.job
         assert job.lease_expires_at is not None, "a leased job has an expiry"
         assert job.leased_at is not None, "a leased job has a lease time"
         seconds = (job.lease_expires_at - job.leased_at).total_seconds()
-        # From when the answer arrived: a long poll's send time says nothing about when the
-        # lease was granted. The first renewal re-anchors on a send time, which errs early.
-        return cls(LeasedJob.of(lease, worker_id), seconds, received + seconds)
+        # From when the request was sent, which errs early (PROTOCOL.md §10.2): the lease
+        # was granted after it. A long poll waits at most a quarter of the lease, so at
+        # least three quarters are left on arrival. A poll that moved on to another
+        # coordinator was answered by a try that began at most half a lease before its
+        # answer (the client's bound for it), hence the floor.
+        start = max(sent, received - seconds * MAX_POLL_SHARE)
+        return cls(LeasedJob.of(lease, worker_id), seconds, start + seconds)
 
 
 class JobRunner:
@@ -126,7 +134,8 @@ class JobRunner:
         forced stop. The reporter sends it along with the others that are ready."""
         try:
             # The reporter gives up on the report at ``deadline`` (TimeoutError).
-            await unless_set(self.forced, self._send(leased.job, outcome, seconds, deadline))
+            sending = self._send(leased, outcome, seconds, deadline)
+            await unless_set(self.forced, sending)
         except TimeoutError:
             log.warning("report.abandoned", reason="the lease ran out before it was answered")
         except Preempted:
@@ -141,12 +150,13 @@ class JobRunner:
             log.error("report.refused", reason=exc.code, error=exc.message)
 
     async def _send(
-        self, job: LeasedJob, outcome: Succeeded | Failed, seconds: float, deadline: float
+        self, leased: Leased, outcome: Succeeded | Failed, seconds: float, deadline: float
     ) -> None:
+        job = leased.job
         if isinstance(outcome, Succeeded):
             try:
                 item = CompleteItem(job.id, job.token, outcome.result)
-                await self.reporter.complete(item, deadline)
+                await self.reporter.complete(item, deadline, leased.seconds)
             except (InvalidRequest, PayloadTooLarge) as exc:
                 error = f"the coordinator refused the handler's result: {exc.message}"
                 outcome = Failed(error, retryable=False)
@@ -160,7 +170,7 @@ class JobRunner:
             retryable=outcome.retryable,
             retry_after_seconds=outcome.retry_after_seconds,
         )
-        after = await self.reporter.fail(failure, deadline)
+        after = await self.reporter.fail(failure, deadline, leased.seconds)
         log.warning(
             "job.failed",
             error=outcome.error.rstrip().rsplit("\n", 1)[-1],

@@ -35,7 +35,7 @@ import structlog
 
 from leasehold._version import __version__
 from leasehold.client import NO_RETRY, Client, Lease, RetryPolicy
-from leasehold.client._transport import MAX_READ_BYTES
+from leasehold.client._exchange import MAX_READ_BYTES
 from leasehold.errors import (
     Forbidden,
     InvalidRequest,
@@ -51,6 +51,7 @@ from leasehold.worker.context import Hook, WorkerContext, enter_worker, run_hook
 from leasehold.worker.handler_outcome import describe
 from leasehold.worker.heartbeat import beat_body, beat_forever
 from leasehold.worker.heartbeat import now as heartbeat_now
+from leasehold.worker.job import LeasedJob
 from leasehold.worker.job_runner import JobRunner, Leased
 from leasehold.worker.registry import Registry
 from leasehold.worker.schedules import sync_schedules
@@ -123,7 +124,7 @@ class Worker:
         self._signals: list[int] = []
         self._fatal: LeaseholdError | None = None
         self._grace: asyncio.TimerHandle | None = None
-        self.context = WorkerContext(settings.worker_id, self.client.url)
+        self.context = WorkerContext(settings.worker_id, ",".join(self.client.urls))
         self._started_at = heartbeat_now()
 
     # -- stopping -----------------------------------------------------------------------
@@ -171,7 +172,7 @@ class Worker:
         log.info(
             "worker.started",
             version=__version__,
-            url=self.client.url,
+            urls=list(self.client.urls),
             kinds=list(self.kinds),
             queues=list(self.settings.queues) if self.settings.queues else None,
             concurrency=self.settings.concurrency,
@@ -277,6 +278,13 @@ class Worker:
             return
 
     async def _lease_loop(self, jobs: asyncio.TaskGroup) -> None:
+        request_id = await self._lease_until_stopped(jobs)
+        if request_id is not None and self._fatal is None:
+            await self._hand_back_unanswered(jobs, request_id)
+
+    async def _lease_until_stopped(self, jobs: asyncio.TaskGroup) -> str | None:
+        """Lease and start jobs until stopping; the request id of the last poll if it got
+        no answer."""
         failures = 0
         # A poll that got no answer is asked again under the same request id, so that the
         # leases a lost answer carried come back instead of waiting out their expiry.
@@ -286,6 +294,7 @@ class Worker:
             if not free:
                 break  # stopping
             request_id = request_id or f"{self.settings.worker_id}-{uuid.uuid4()}"
+            sent = asyncio.get_running_loop().time()
             try:
                 leases = await self._poll(free, request_id)
             except FATAL as exc:  # 401, 403, 422: asking again will not help
@@ -293,7 +302,7 @@ class Worker:
                 log.error("worker.fatal", error=exc.message, code=exc.code)
                 self._fatal = exc
                 self.stop()
-                return
+                return None
             except LeaseholdError as exc:
                 # Unreachable, or an answer the client refused (not JSON, too large, more
                 # leases than asked for): none of its jobs was started. Asked again later,
@@ -310,12 +319,25 @@ class Worker:
             failures = 0
             request_id = None
             self._capacity.give(free - len(leases))
-            self._start(jobs, leases)
+            self._start(jobs, leases, sent)
+        return request_id
 
-    def _start(self, jobs: asyncio.TaskGroup, leases: list[Lease]) -> None:
+    async def _hand_back_unanswered(self, jobs: asyncio.TaskGroup, request_id: str) -> None:
+        """Stopping after a poll that got no answer, which may have leased jobs: asked once
+        more under its request id, whatever it brings back is released (PROTOCOL.md §10,
+        item 6), rather than left leased until the leases run out."""
+        try:
+            leases = await self._poll(self.settings.concurrency, request_id)
+        except LeaseholdError as exc:
+            log.warning("worker.unanswered_at_stop", error=exc.message)
+            return
+        for lease in leases:
+            jobs.create_task(self._runner.release(LeasedJob.of(lease, self.settings.worker_id)))
+
+    def _start(self, jobs: asyncio.TaskGroup, leases: list[Lease], sent: float) -> None:
         received = asyncio.get_running_loop().time()
         for lease in leases:
-            leased = Leased.of(lease, self.settings.worker_id, received)
+            leased = Leased.of(lease, self.settings.worker_id, sent, received)
             if self._stopping.is_set():  # leased as we stopped: hand it back unstarted
                 self._capacity.give()
                 jobs.create_task(self._runner.release(leased.job))

@@ -22,9 +22,17 @@ log = structlog.get_logger("leasehold.worker")
 
 # Renew when a third of the lease has passed: two more tries fit before it runs out.
 RENEW_FRACTION = 1 / 3
+# One try of a renewal or a report gets at most this share of the lease (and the client's
+# timeout at most): one that hangs leaves time for another, on the next coordinator.
+TRY_FRACTION = 1 / 3
 # A renewal also takes along every lease due within this share of its length, so that
 # leases granted at nearby times are renewed by one request (and stay together after).
 GROUP_FRACTION = 1 / 6
+
+
+def try_seconds(client: Client, lease_seconds: float) -> float:
+    """How long one try of a renewal or report of a lease this long may take."""
+    return min(client.timeout_seconds, lease_seconds * TRY_FRACTION)
 
 
 class LeaseKeeper:
@@ -144,8 +152,10 @@ class Renewer:
         try:
             # Tried again until answered, but not past the first of these leases to run
             # out: its timer marks it lost, and the others are tried again at once.
+            shortest = min(k.seconds for k in keepers)
+            client = self.client.with_timeout(try_seconds(self.client, shortest))
             async with asyncio.timeout_at(min(k.deadline for k in keepers)):
-                results = await self.client.renew_many(items)
+                results = await client.renew_many(items)
         except TimeoutError:
             return
         except LeaseholdError as exc:  # the whole request refused (401, 403): none is held

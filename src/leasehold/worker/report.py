@@ -25,6 +25,7 @@ from leasehold.client import (
 )
 from leasehold.errors import InvalidRequest, PayloadTooLarge
 from leasehold.model import Job
+from leasehold.worker.renewal import try_seconds
 
 ItemT = TypeVar("ItemT")  # a report item: CompleteItem or FailItem
 
@@ -41,6 +42,7 @@ MAX_FAIL_BATCH_CHARS = 256 * 1024
 class _Pending(Generic[ItemT]):
     item: ItemT
     deadline: float  # the lease's, on the loop's clock: no use reporting after it
+    lease_seconds: float  # the lease's length, which bounds one try (renewal.try_seconds)
     answer: asyncio.Future[ItemResult]  # ok; an item refused raises its error instead
 
 
@@ -49,11 +51,13 @@ class _Batcher(Generic[ItemT]):
 
     def __init__(
         self,
-        send_many: Callable[[Sequence[ItemT]], Awaitable[list[ItemResult]]],
-        send_one: Callable[[ItemT], Awaitable[Job]],
+        client: Client,
+        send_many: Callable[[Client, Sequence[ItemT]], Awaitable[list[ItemResult]]],
+        send_one: Callable[[Client, ItemT], Awaitable[Job]],
         weight: Callable[[ItemT], int],
         max_weight: int,
     ) -> None:
+        self._client = client
         self._send_many = send_many
         self._send_one = send_one
         self._weight = weight
@@ -63,7 +67,7 @@ class _Batcher(Generic[ItemT]):
         self._slots = asyncio.Semaphore(IN_FLIGHT)
         self.requests = 0  # batch requests sent, for tests and curiosity
 
-    async def submit(self, item: ItemT, deadline: float) -> ItemResult:
+    async def submit(self, item: ItemT, deadline: float, lease_seconds: float) -> ItemResult:
         """The item's answer; TimeoutError if there is none by ``deadline`` (the lease's:
         after it, another worker may hold the job)."""
         loop = asyncio.get_running_loop()
@@ -71,7 +75,7 @@ class _Batcher(Generic[ItemT]):
         # A timer rather than asyncio.timeout: a third of a no-op job's reporting cost.
         expiry = loop.call_at(deadline, _expire, answer)
         answer.add_done_callback(lambda _: expiry.cancel())
-        self._pending.append(_Pending(item, deadline, answer))
+        self._pending.append(_Pending(item, deadline, lease_seconds, answer))
         self._ready.set()
         return await answer
 
@@ -105,8 +109,9 @@ class _Batcher(Generic[ItemT]):
     async def _send(self, batch: list[_Pending[ItemT]]) -> None:
         try:
             self.requests += 1
+            client = self._client_for(batch)
             async with asyncio.timeout_at(max(p.deadline for p in batch)):
-                results = await self._send_many([p.item for p in batch])
+                results = await self._send_many(client, [p.item for p in batch])
         except (InvalidRequest, PayloadTooLarge):
             await asyncio.gather(*(self._one(p) for p in batch))
         except Exception as exc:  # no answer in time, or refused as a whole (401, ...)
@@ -124,11 +129,16 @@ class _Batcher(Generic[ItemT]):
     async def _one(self, pending: _Pending[ItemT]) -> None:
         try:
             async with asyncio.timeout_at(pending.deadline):
-                job = await self._send_one(pending.item)
+                job = await self._send_one(self._client_for([pending]), pending.item)
         except Exception as exc:
             _settle(pending.answer, error=exc)
         else:
             _settle(pending.answer, result=ItemResult(job.id, ItemOutcome.OK, job=job))
+
+    def _client_for(self, batch: list[_Pending[ItemT]]) -> Client:
+        """The client, with tries bounded by the shortest lease of the batch."""
+        shortest = min(p.lease_seconds for p in batch)
+        return self._client.with_timeout(try_seconds(self._client, shortest))
 
 
 def _expire(answer: asyncio.Future[ItemResult]) -> None:
@@ -156,14 +166,16 @@ class Reporter:
 
     def __init__(self, client: Client) -> None:
         self.completes: _Batcher[CompleteItem] = _Batcher(
-            client.complete_many,
-            lambda i: client.complete(i.job_id, i.token, i.result),
+            client,
+            lambda c, items: c.complete_many(items),
+            lambda c, i: c.complete(i.job_id, i.token, i.result),
             weight=lambda i: 1,
             max_weight=MAX_BATCH,
         )
         self.fails: _Batcher[FailItem] = _Batcher(
-            client.fail_many,
-            lambda i: client.fail(
+            client,
+            lambda c, items: c.fail_many(items),
+            lambda c, i: c.fail(
                 i.job_id,
                 i.token,
                 i.error,
@@ -174,14 +186,14 @@ class Reporter:
             max_weight=MAX_FAIL_BATCH_CHARS,
         )
 
-    async def complete(self, item: CompleteItem, deadline: float) -> None:
+    async def complete(self, item: CompleteItem, deadline: float, lease_seconds: float) -> None:
         """Returns once the completion is accepted; raises what ``Client.complete`` would
         have raised."""
-        await self.completes.submit(item, deadline)
+        await self.completes.submit(item, deadline, lease_seconds)
 
-    async def fail(self, item: FailItem, deadline: float) -> Job:
+    async def fail(self, item: FailItem, deadline: float, lease_seconds: float) -> Job:
         """The job as failed; raises what ``Client.fail`` would have raised."""
-        return (await self.fails.submit(item, deadline)).job_or_raise()
+        return (await self.fails.submit(item, deadline, lease_seconds)).job_or_raise()
 
     async def run(self) -> None:
         """Until cancelled (once no job waits for a report any more)."""

@@ -17,6 +17,8 @@ def default_worker_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
+    # The coordinator, or several on one database separated by commas (as Client takes
+    # them): a call that gets no answer from one moves on to the next.
     url: str = DEFAULT_URL
     concurrency: int = 4
     # The kinds to lease; None: every kind the registry has a handler for.

@@ -18,6 +18,7 @@ from leasehold.cli.credentials import (
     warn_if_on_command_line,
 )
 from leasehold.cli.terminal import safe
+from leasehold.cli.urls import URL_HELP, check_urls
 from leasehold.client._retry import RetryPolicy
 from leasehold.errors import (
     Conflict,
@@ -34,8 +35,9 @@ from leasehold.errors import (
 if TYPE_CHECKING:
     from leasehold.client import SyncClient
 
-# A person is waiting: three quick tries (about half a second when nothing listens), not
-# the worker's patience. Each try still gets the client's full timeout.
+# A person is waiting: three quick rounds (about half a second when nothing listens), not
+# the worker's patience. Each try still gets the client's full timeout; with several
+# coordinators, a round tries each that has not failed lately.
 CLI_RETRY = RetryPolicy(attempts=3, base_seconds=0.2, max_seconds=1.0)
 CLI_TIMEOUT_SECONDS = 10.0
 
@@ -53,6 +55,7 @@ EXIT_CODES_HELP = """Exit codes:
   1  any other error (e.g. the URL is not a leasehold coordinator)
   2  bad option or argument, caught before sending (e.g. --payload not JSON)
   3  coordinator unreachable: network error, timeout or 5xx, after 3 tries
+     (of each coordinator, when --url lists several)
   4  not found (404): no such job, schedule or limit
   5  token missing or invalid (401), or its role may not do this (403)
   6  conflict with the job's state (409), e.g. requeue of a job that is queued
@@ -63,7 +66,8 @@ Url = Annotated[
     typer.Option(
         "--url",
         envvar="LEASEHOLD_URL",
-        help="The coordinator.",
+        help=URL_HELP,
+        callback=check_urls,
         rich_help_panel="Connection",
     ),
 ]
@@ -113,7 +117,8 @@ def describe(exc: LeaseholdError, url: str) -> tuple[str, int]:
     """The one-line message and the exit code for an error."""
     text = _one_line(exc.message)
     if isinstance(exc, Unavailable):
-        return f"cannot reach the coordinator at {url} ({text})", EXIT_UNREACHABLE
+        where = f"any coordinator of {url}" if "," in url else f"the coordinator at {url}"
+        return f"cannot reach {where} ({text})", EXIT_UNREACHABLE
     if isinstance(exc, NotFound):
         return f"not found: {text}", EXIT_NOT_FOUND
     if isinstance(exc, Unauthorized):

@@ -39,6 +39,7 @@ CAPABILITIES: Final = (
     "unique_jobs",  # unique on enqueue: a duplicate answers the job already there
     "idempotency_per_kind",  # an idempotency key is unique per kind
     "unserved_header",  # enqueue answers name the (queue, kind) no live worker takes
+    "lease_wait_cap",  # a long poll waits at most a quarter of the lease it would grant
 )
 
 

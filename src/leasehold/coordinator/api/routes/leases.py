@@ -40,7 +40,7 @@ from leasehold.errors import (
     InvalidRequest,
     LeaseholdError,
 )
-from leasehold.model import Job
+from leasehold.model import LEASE_WAIT_SHARE, Job
 from leasehold.tracing import tag_jobs
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -86,7 +86,10 @@ async def _lease(body: LeaseRequest, max_jobs: int, request: Request) -> list[Jo
         seconds,
         body.kinds,
         max_jobs=max_jobs,
-        wait_seconds=body.wait_seconds,
+        # At most a quarter of the lease (capability `lease_wait_cap`): a worker whose
+        # answer hangs can then time out and ask again under the same request id while
+        # the leases the answer carried still run (PROTOCOL.md §5).
+        wait_seconds=min(body.wait_seconds, seconds * LEASE_WAIT_SHARE),
         queues=body.queues,
         gone=request.is_disconnected,
         request_id=body.request_id,
