@@ -1,12 +1,26 @@
 """The chaos run: kill, pause and cut things on purpose, then check that nothing was lost
 and nothing was done twice.
 
-    python scripts/chaos.py [--seconds 60] [--jobs 3000] [--workers 4] [--concurrency 4]
+    python scripts/chaos.py [--seconds 60] [--jobs 3000] [--graph-jobs 1000]
+                            [--flow-jobs 1000] [--workers 4] [--concurrency 4]
                             [--lease-seconds 1.5] [--seed 1] [--faults all|none|a,b,...]
+                            [--database sqlite|postgres]
 
-It starts a coordinator on a temporary SQLite database, a small TCP proxy between the
-workers and the coordinator, and several worker processes whose handler writes its side
-effect into a fenced store. While the workers drain the queue it injects faults:
+It starts a coordinator on a temporary SQLite database (or a throwaway PostgreSQL server),
+a small TCP proxy between the workers and the coordinator, several worker processes whose
+handler writes its side effect into a fenced store, and a continuation worker that leases
+the workflows' fan-in steps over the protocol itself (chaoslib/joiner.py). The jobs:
+
+  plain       --jobs jobs, each enqueued on its own, paced over the run
+  workflows   a parent spawning --graph-jobs children and their continuation through
+              POST /jobs/{id}/children (its first attempt SIGKILLs its worker halfway
+              through the spawn), and a graph of --graph-jobs jobs in one POST /jobs/batch:
+              a fan-out and fan-in, and a step failing for good whose dependents must be
+              cancelled (chaoslib/workflows.py)
+  flow        --flow-jobs jobs of one kind with a limit per group, groups taking turns and
+              a rate limit (chaoslib/flow.py)
+
+While the workers drain the queue it injects faults:
 
   kill-worker      SIGKILL a random worker and start a new one
   kill-coordinator SIGKILL the coordinator and start it again on the same database
@@ -23,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -31,13 +46,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from chaoslib import fenced  # noqa: E402
+from chaoslib import flow as flow_jobs  # noqa: E402
 from chaoslib.checks import (  # noqa: E402
     Report,
     check_fenced_store,
@@ -45,7 +61,15 @@ from chaoslib.checks import (  # noqa: E402
     check_lease_overlap,
     check_stats,
 )
+from chaoslib.flow import Flow, check_flow, group_running  # noqa: E402
 from chaoslib.proxy import FaultyProxy  # noqa: E402
+from chaoslib.workflows import (  # noqa: E402
+    Graphs,
+    check_workflows,
+    expected_ends,
+    workflow_ids,
+)
+from chaoslib.workflows import produce as produce_workflows  # noqa: E402
 
 from leasehold.cli.logs import configure_logging  # noqa: E402
 from leasehold.client import Client  # noqa: E402
@@ -56,21 +80,22 @@ FAULTS = ("kill-worker", "kill-coordinator", "pause-worker", "cut", "delay", "bl
 
 
 class Workers:
-    """The worker processes, replaced as they are killed."""
+    """The worker processes and the continuation workers, replaced as they die."""
 
     def __init__(self, args: argparse.Namespace, url: str, fenced_db: Path, logs: Path) -> None:
         self.args, self.url, self.fenced_db, self.logs = args, url, fenced_db, logs
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.paused: set[str] = set()
+        self.gone: set[str] = set()  # dead and replaced
         self.started = 0
 
-    def start(self) -> str:
+    def start(self, joiner: bool = False) -> str:
         self.started += 1
-        worker_id = f"w{self.started}"
-        log = (self.logs / f"{worker_id}.log").open("wb")
-        self.procs[worker_id] = subprocess.Popen(
-            [
-                sys.executable,
+        worker_id = f"{'j' if joiner else 'w'}{self.started}"
+        command = (
+            ["-m", "chaoslib.joiner", self.url, worker_id, str(self.args.lease_seconds)]
+            if joiner
+            else [
                 "-m",
                 "leasehold",
                 "worker",
@@ -83,13 +108,18 @@ class Workers:
                 str(self.args.lease_seconds),
                 "--worker-id",
                 worker_id,
-            ],
+            ]
+        )
+        log = (self.logs / f"{worker_id}.log").open("wb")
+        self.procs[worker_id] = subprocess.Popen(
+            [sys.executable, *command],
             cwd=HERE,
             stdout=log,
             stderr=subprocess.STDOUT,
             env={
                 **os.environ,
                 "LEASEHOLD_CHAOS_DB": str(self.fenced_db),
+                "LEASEHOLD_CHAOS_URL": self.url,
                 "LEASEHOLD_LOG_LEVEL": "warning",
             },
         )
@@ -103,6 +133,17 @@ class Workers:
         self.procs[worker_id].kill()
         self.procs[worker_id].wait()
         self.paused.discard(worker_id)
+        self.gone.add(worker_id)
+        self.start(joiner=worker_id.startswith("j"))
+
+    def revive(self) -> int:
+        """Replace each process that died on its own (the workflows' handlers kill theirs
+        with SIGKILL on purpose); how many were."""
+        dead = [w for w, p in self.procs.items() if p.poll() is not None and w not in self.gone]
+        for worker_id in dead:
+            self.gone.add(worker_id)
+            self.start(joiner=worker_id.startswith("j"))
+        return len(dead)
 
     def stop_all(self) -> None:
         for worker_id in list(self.paused):
@@ -118,6 +159,12 @@ class Workers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+async def keep_alive(workers: Workers, revived: Counter[str]) -> None:
+    while True:
+        revived["processes that killed themselves (replaced)"] += workers.revive()
+        await asyncio.sleep(0.2)
 
 
 async def produce(
@@ -178,7 +225,6 @@ async def inject(
         injected[fault] += 1
         if fault == "kill-worker" and workers.running():
             workers.kill(rng.choice(workers.running()))
-            workers.start()
         elif fault == "kill-coordinator":
             await asyncio.to_thread(coordinator.restart, kill=True)
         elif fault == "pause-worker" and len(workers.running()) > 1:
@@ -221,15 +267,15 @@ async def collect(client: Client) -> tuple[dict[int, Job], dict[int, list[Attemp
     return jobs, attempts
 
 
-async def wait_for_drain(client: Client, acked: set[int], within: float) -> bool:
+async def wait_for_drain(client: Client, expected: Callable[[], int], within: float) -> bool:
+    """Until every job there is to be has ended: none waiting, queued or running, and as
+    many as the producers acknowledged and the parent spawns."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
-            stats = await client.stats()
-            by_status = stats["by_status"]
-            if (
-                by_status["completed"] >= len(acked)
-                and by_status["queued"] == by_status["running"] == 0
+            by_status = (await client.stats())["by_status"]
+            if sum(by_status.values()) >= expected() and not any(
+                by_status[s] for s in ("waiting", "queued", "running")
             ):
                 return True
         except Exception:
@@ -238,12 +284,28 @@ async def wait_for_drain(client: Client, acked: set[int], within: float) -> bool
     return False
 
 
-async def run(args: argparse.Namespace, work: Path) -> Report:
+@contextlib.contextmanager
+def database(args: argparse.Namespace, work: Path) -> Iterator[str]:
+    """The coordinator's database: a SQLite file in ``work``, or a database on a throwaway
+    PostgreSQL server (scripts/ensure-postgres.sh installs it)."""
+    if args.database == "sqlite":
+        yield f"sqlite:///{work / 'leasehold.db'}"
+        return
+    from tests.pgserver import start_pg_server
+
+    server = start_pg_server(work)
+    try:
+        yield server.create_database("chaos")
+    finally:
+        server.stop()
+
+
+async def run(args: argparse.Namespace, work: Path, database_url: str) -> Report:
     rng = random.Random(args.seed)
     fenced_db = work / "fenced.db"
     fenced.create(fenced_db)
     coordinator = Coordinator(
-        f"sqlite:///{work / 'leasehold.db'}",
+        database_url,
         work,
         [
             "--reap-interval-seconds",
@@ -260,32 +322,49 @@ async def run(args: argparse.Namespace, work: Path) -> Report:
     workers = Workers(args, f"http://127.0.0.1:{proxy.port}", fenced_db, work)
     for _ in range(args.workers):
         workers.start()
+    workers.start(joiner=True)
     injected: Counter[str] = Counter()
     acked: set[int] = set()
+    graphs, flow = Graphs(args.graph_jobs), Flow(args.flow_jobs)
     started = time.monotonic()
     report = Report()
+    guard = asyncio.create_task(keep_alive(workers, injected))
     try:
         async with Client(coordinator.url) as client:
-            producer = asyncio.create_task(produce(client, args.jobs, args.seconds, acked, rng))
+            producers = asyncio.gather(
+                produce(client, args.jobs, args.seconds, acked, rng),
+                produce_workflows(coordinator.url, graphs, args.spawn_chunk),
+                flow_jobs.produce(coordinator.url, flow),
+            )
             # The faults get a generator of their own: the producer and the proxy draw from
             # ``rng`` at moments that depend on scheduling, so sharing it would change the
             # faults from one run of the same seed to the next.
             faults_rng = random.Random(f"{args.seed}-faults")
             await inject(args, faults_rng, coordinator, proxy, workers, injected)
-            await producer
+            await producers
             proxy.faults.down = False
-            drained = await wait_for_drain(client, acked, args.drain_seconds)
+            draining = time.monotonic()
+            expected = lambda: len(acked) + graphs.expected_jobs + len(flow.acked)  # noqa: E731
+            drained = await wait_for_drain(client, expected, args.drain_seconds)
             report.check(drained, f"the queue did not drain within {args.drain_seconds}s")
+            report.counts["seconds to drain after the faults"] = round(time.monotonic() - draining)
+            guard.cancel()
             workers.stop_all()
             jobs, attempts = await collect(client)
-            stats = await client.stats()
+            stats, limits = await client.stats(), await client.limits()
+        running = await group_running(database_url) if flow.jobs else {}
         conn = fenced.connect(fenced_db)
-        check_jobs(report, acked, jobs, attempts)
+        ends = expected_ends(graphs, jobs) if graphs.refs else {}
+        known = acked | flow.acked | workflow_ids(graphs, jobs)
+        check_jobs(report, known, jobs, attempts, ends)
         check_fenced_store(report, conn, jobs)
         check_lease_overlap(report, conn, attempts)
         check_stats(report, stats, jobs)
+        check_workflows(report, graphs, jobs, attempts, conn)
+        check_flow(report, flow, jobs, attempts, running, limits)
         conn.close()
     finally:
+        guard.cancel()
         workers.stop_all()
         await proxy.stop()
         coordinator.stop()
@@ -295,7 +374,7 @@ async def run(args: argparse.Namespace, work: Path) -> Report:
     report.counts["proxy connections cut"] = proxy.stats.cut
     report.counts["proxy connections refused"] = proxy.stats.refused
     for fault, n in sorted(injected.items()):
-        report.counts[f"fault: {fault}"] = n
+        report.counts[f"fault: {fault}" if fault in FAULTS else fault] = n
     report.counts["seconds"] = round(time.monotonic() - started)
     return report
 
@@ -304,7 +383,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60, help="how long to inject faults")
     parser.add_argument("--minutes", type=float, default=None, help="same, in minutes")
-    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--jobs", type=int, default=3000, help="plain jobs")
+    parser.add_argument(
+        "--graph-jobs", type=int, default=1000, help="children spawned, and jobs in the graph"
+    )
+    parser.add_argument("--spawn-chunk", type=int, default=100, help="children a request")
+    parser.add_argument("--flow-jobs", type=int, default=1000, help="flow-controlled jobs")
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--lease-seconds", type=float, default=1.5)
@@ -317,7 +402,8 @@ def main() -> int:
         args.seconds = args.minutes * 60
     configure_logging("console", "error")  # the client's retry warnings are expected here
     work = Path(tempfile.mkdtemp(prefix="leasehold-chaos-"))
-    report = asyncio.run(run(args, work))
+    with database(args, work) as database_url:
+        report = asyncio.run(run(args, work, database_url))
     width = max(len(k) for k in report.counts)
     print("chaos run summary")
     for key, value in report.counts.items():

@@ -22,16 +22,27 @@ class Report:
 
 
 def check_jobs(
-    report: Report, acked: set[int], jobs: dict[int, Job], attempts: dict[int, list[Attempt]]
+    report: Report,
+    acked: set[int],
+    jobs: dict[int, Job],
+    attempts: dict[int, list[Attempt]],
+    ends: dict[int, JobStatus] | None = None,
 ) -> None:
+    """Every acknowledged job is there, and no other; each ended as ``ends`` says
+    (completed when it says nothing) and completed at most once."""
+    ends = ends or {}
     missing = acked - jobs.keys()
     report.check(
         not missing, f"{len(missing)} acknowledged jobs are missing: {sorted(missing)[:10]}"
     )
-    not_done = [j.id for j in jobs.values() if j.status is not JobStatus.COMPLETED]
-    report.check(not not_done, f"{len(not_done)} jobs did not end completed: {not_done[:10]}")
-    dead = [j.id for j in jobs.values() if j.status is JobStatus.DEAD]
-    report.check(not dead, f"{len(dead)} jobs ended dead: {dead[:10]}")
+    stray = jobs.keys() - acked
+    report.check(not stray, f"{len(stray)} jobs nobody enqueued: {sorted(stray)[:10]}")
+    wrong = [
+        (j.id, j.status.value)
+        for j in jobs.values()
+        if j.status is not ends.get(j.id, JobStatus.COMPLETED)
+    ]
+    report.check(not wrong, f"{len(wrong)} jobs did not end as expected: {wrong[:10]}")
     for job in jobs.values():
         done = [a for a in attempts.get(job.id, []) if a.outcome is AttemptOutcome.COMPLETED]
         report.check(len(done) <= 1, f"job {job.id} completed {len(done)} times")

@@ -30,6 +30,21 @@ CREATE TABLE IF NOT EXISTS leases (
     known_expiry REAL NOT NULL,
     PRIMARY KEY (job_id, token, worker, started_at)
 );
+CREATE TABLE IF NOT EXISTS spawns (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id INTEGER NOT NULL,
+    token INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    first_key TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    again INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS joins (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id INTEGER NOT NULL,
+    token INTEGER NOT NULL,
+    parents TEXT NOT NULL
+);
 """
 
 
@@ -79,4 +94,29 @@ def record_lease(
         "INSERT OR REPLACE INTO leases (job_id, token, worker, started_at, known_expiry)"
         " VALUES (?, ?, ?, ?, ?)",
         (job_id, token, worker, started, expiry),
+    )
+
+
+def record_spawn(
+    conn: sqlite3.Connection,
+    job_id: int,
+    token: int,
+    attempt: int,
+    first_key: str,
+    answers: list[dict[str, object]],
+) -> None:
+    """What one ``POST /jobs/{id}/children`` answered: how many children it made and how
+    many it gave back as made before (a parent leased again spawning the same keys)."""
+    created = sum(bool(a["created"]) for a in answers)
+    conn.execute(
+        "INSERT INTO spawns (job_id, token, attempt, first_key, created, again)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (job_id, token, attempt, first_key, created, len(answers) - created),
+    )
+
+
+def record_join(conn: sqlite3.Connection, job_id: int, token: int, parents: str) -> None:
+    """The parents a continuation's lease carried (JSON), under that lease's token."""
+    conn.execute(
+        "INSERT INTO joins (job_id, token, parents) VALUES (?, ?, ?)", (job_id, token, parents)
     )
