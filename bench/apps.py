@@ -46,3 +46,23 @@ registry = Registry()
 @registry.handler("bench")
 async def noop(job: LeasedJob) -> None:
     record_start(job.payload)
+
+
+# -- workflows (bench/workflows.py) ---------------------------------------------------------
+
+STARTS_ENV = "LEASEHOLD_BENCH_STARTS"  # path of a file of "job_id start_time" lines
+_starts_fd: int | None = None
+
+
+def record_job_start(job_id: Any) -> None:
+    """The job's id and the time it started, as one short O_APPEND write (atomic)."""
+    global _starts_fd
+    now = time.time()
+    if _starts_fd is None:
+        _starts_fd = os.open(os.environ[STARTS_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(_starts_fd, f"{job_id} {now:.6f}\n".encode())
+
+
+@registry.handler("bench-wf")
+async def step(job: LeasedJob) -> None:
+    record_job_start(job.id)
