@@ -361,7 +361,8 @@ async def run(args: argparse.Namespace, work: Path, database_url: str) -> Report
         check_lease_overlap(report, conn, attempts)
         check_stats(report, stats, jobs)
         check_workflows(report, graphs, jobs, attempts, conn)
-        check_flow(report, flow, jobs, attempts, running, limits)
+        expired = flow_jobs.expiries(coordinator.logs())
+        check_flow(report, flow, jobs, attempts, running, limits, expired)
         conn.close()
     finally:
         guard.cancel()

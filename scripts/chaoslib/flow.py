@@ -8,9 +8,11 @@ the attempt history."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from chaoslib.checks import Report
@@ -20,6 +22,9 @@ from leasehold.model import Attempt, Job
 KIND = "chaos-flow"
 ENQUEUE_WITHIN = 180.0
 WINDOW_SLACK = 1e-5  # seconds: a stored time and its wire form may differ by a microsecond
+# An expiry is known from the coordinator's log line, written just after the reaper's commit
+# gave the slot back: a lease made in between would look like an overlap that never was.
+EXPIRY_SLACK = 0.5
 
 
 @dataclass
@@ -86,6 +91,21 @@ async def group_running(database_url: str) -> dict[str, int]:
         await pg.close()
 
 
+def expiries(coordinator_log: str) -> dict[tuple[int, int], float]:
+    """When the reaper expired each lease, by (job id, token), from the coordinator's log.
+
+    A report that comes after its lease ran out is still accepted while no newer lease
+    exists (DESIGN.md §3), and it then rewrites the attempt as completed at the report's
+    time: the history no longer shows that the slot was given back at the expiry."""
+    found: dict[tuple[int, int], float] = {}
+    for line in coordinator_log.splitlines():
+        if '"lease.expired"' in line:
+            event = json.loads(line)
+            at = datetime.fromisoformat(event["timestamp"]).timestamp()
+            found[event["job_id"], event["token"]] = at - EXPIRY_SLACK
+    return found
+
+
 def check_flow(
     report: Report,
     flow: Flow,
@@ -93,6 +113,7 @@ def check_flow(
     attempts: dict[int, list[Attempt]],
     running: dict[str, int],
     limits: list[dict[str, Any]],
+    expired: dict[tuple[int, int], float],
 ) -> None:
     if not flow.jobs:
         return
@@ -110,7 +131,7 @@ def check_flow(
         worst <= flow.rate_limit,
         f"{worst} units started within {flow.period}s; the rate allows {flow.rate_limit}",
     )
-    busiest = _most_running(flow, jobs, attempts)
+    busiest = _most_running(flow, jobs, attempts, expired)
     report.check(
         busiest <= flow.per_group,
         f"a group had {busiest} jobs running at once; its cap is {flow.per_group}",
@@ -135,15 +156,21 @@ def _worst_window(starts: list[tuple[float, int, str]], period: float) -> int:
     return worst
 
 
-def _most_running(flow: Flow, jobs: dict[int, Job], attempts: dict[int, list[Attempt]]) -> int:
+def _most_running(
+    flow: Flow,
+    jobs: dict[int, Job],
+    attempts: dict[int, list[Attempt]],
+    expired: dict[tuple[int, int], float],
+) -> int:
     """The most attempts of one group held at once, from each attempt's start to its end
-    (a completion, a failure, a release, the reaper's expiry): an end at the same instant
-    as a start comes first."""
+    (a completion, a failure, a release, the reaper's expiry, whichever came first): an
+    end at the same instant as a start comes first."""
     events: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for job_id in flow.acked:
         for a in attempts.get(job_id, []):
             group = jobs[job_id].group_key or ""
             end = a.finished_at.timestamp() if a.finished_at else float("inf")
+            end = min(end, expired.get((job_id, a.token), end))
             events[group] += [(a.leased_at.timestamp(), 1), (end, -1)]
     most = 0
     for group_events in events.values():
