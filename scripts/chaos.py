@@ -38,10 +38,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -62,6 +60,7 @@ from chaoslib.checks import (  # noqa: E402
     check_stats,
 )
 from chaoslib.flow import Flow, check_flow, group_running  # noqa: E402
+from chaoslib.processes import Workers, keep_alive  # noqa: E402
 from chaoslib.proxy import FaultyProxy  # noqa: E402
 from chaoslib.workflows import (  # noqa: E402
     Graphs,
@@ -77,94 +76,6 @@ from leasehold.model import Attempt, Job  # noqa: E402
 from tests.process import Coordinator  # noqa: E402
 
 FAULTS = ("kill-worker", "kill-coordinator", "pause-worker", "cut", "delay", "blackout")
-
-
-class Workers:
-    """The worker processes and the continuation workers, replaced as they die."""
-
-    def __init__(self, args: argparse.Namespace, url: str, fenced_db: Path, logs: Path) -> None:
-        self.args, self.url, self.fenced_db, self.logs = args, url, fenced_db, logs
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.paused: set[str] = set()
-        self.gone: set[str] = set()  # dead and replaced
-        self.started = 0
-
-    def start(self, joiner: bool = False) -> str:
-        self.started += 1
-        worker_id = f"{'j' if joiner else 'w'}{self.started}"
-        command = (
-            ["-m", "chaoslib.joiner", self.url, worker_id, str(self.args.lease_seconds)]
-            if joiner
-            else [
-                "-m",
-                "leasehold",
-                "worker",
-                "chaoslib.handlers:registry",
-                "--url",
-                self.url,
-                "--concurrency",
-                str(self.args.concurrency),
-                "--lease-seconds",
-                str(self.args.lease_seconds),
-                "--worker-id",
-                worker_id,
-            ]
-        )
-        log = (self.logs / f"{worker_id}.log").open("wb")
-        self.procs[worker_id] = subprocess.Popen(
-            [sys.executable, *command],
-            cwd=HERE,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={
-                **os.environ,
-                "LEASEHOLD_CHAOS_DB": str(self.fenced_db),
-                "LEASEHOLD_CHAOS_URL": self.url,
-                "LEASEHOLD_LOG_LEVEL": "warning",
-            },
-        )
-        log.close()
-        return worker_id
-
-    def running(self) -> list[str]:
-        return [w for w, p in self.procs.items() if p.poll() is None and w not in self.paused]
-
-    def kill(self, worker_id: str) -> None:
-        self.procs[worker_id].kill()
-        self.procs[worker_id].wait()
-        self.paused.discard(worker_id)
-        self.gone.add(worker_id)
-        self.start(joiner=worker_id.startswith("j"))
-
-    def revive(self) -> int:
-        """Replace each process that died on its own (the workflows' handlers kill theirs
-        with SIGKILL on purpose); how many were."""
-        dead = [w for w, p in self.procs.items() if p.poll() is not None and w not in self.gone]
-        for worker_id in dead:
-            self.gone.add(worker_id)
-            self.start(joiner=worker_id.startswith("j"))
-        return len(dead)
-
-    def stop_all(self) -> None:
-        for worker_id in list(self.paused):
-            self.procs[worker_id].send_signal(signal.SIGCONT)
-        self.paused.clear()
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        for proc in self.procs.values():
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-async def keep_alive(workers: Workers, revived: Counter[str]) -> None:
-    while True:
-        revived["processes that killed themselves (replaced)"] += workers.revive()
-        await asyncio.sleep(0.2)
 
 
 async def produce(
@@ -354,7 +265,7 @@ async def run(args: argparse.Namespace, work: Path, database_url: str) -> Report
             stats, limits = await client.stats(), await client.limits()
         running = await group_running(database_url) if flow.jobs else {}
         conn = fenced.connect(fenced_db)
-        ends = expected_ends(graphs, jobs) if graphs.refs else {}
+        ends = expected_ends(graphs) if graphs.refs else {}
         known = acked | flow.acked | workflow_ids(graphs, jobs)
         check_jobs(report, known, jobs, attempts, ends)
         check_fenced_store(report, conn, jobs)

@@ -92,7 +92,7 @@ async def produce(url: str, graphs: Graphs, chunk: int) -> None:
     graphs.parent = job["id"]
 
 
-def expected_ends(graphs: Graphs, jobs: dict[int, Job]) -> dict[int, JobStatus]:
+def expected_ends(graphs: Graphs) -> dict[int, JobStatus]:
     """The final status of each workflow job that does not end completed."""
     refs = graphs.refs
     ends = {refs["doom"]: JobStatus.DEAD}
