@@ -1,20 +1,27 @@
 """Workflows of typed tasks (DESIGN.md §21, §22) in the test mode: a real coordinator in
 the test's process, jobs run through the worker's own parts. A chain, a fan-in reading its
 parents' results, children spawned by a handler (async and plain) that a job leased again
-gets back rather than twice, results a lease left out for size, and the async client."""
+gets back rather than twice, results a lease left out for size, the async client, and
+README's example."""
 
 from __future__ import annotations
 
+import importlib
+import runpy
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from leasehold import JobStatus, current_job
+from leasehold import JobStatus, SyncClient, current_job
 from leasehold.client import NewJob
 from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.tasks import Workflow, group, task
 from leasehold.testing import AsyncTestCoordinator, TestCoordinator
 from leasehold.worker import LeasedJob, Registry
+from tests.integration.test_readme import README, blocks, console
 
 registry = Registry()
 # The children each run of wf-crawl was answered with, by attempt: (key, created).
@@ -166,3 +173,35 @@ async def test_the_async_client_enqueues_a_workflow_and_awaits_its_result() -> N
         handle = await double.step(1).then(add.step(1)).enqueue(atc.client)
         await atc.drain(check=True)
         assert await handle.result(timeout=5) == 3
+
+
+def test_readme_s_python_workflows_print_what_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pipeline.py and run_pipeline.py as README prints them, the test mode standing in
+    for the coordinator and `leasehold worker pipeline:registry` (inline: each job runs as
+    it is enqueued, through the worker's own parts): the script prints what README shows."""
+    found = blocks()
+    for name in ("pipeline.py", "run_pipeline.py"):
+        (tmp_path / name).write_text(found[name])
+    (step,) = console(found["pipeline-run"])
+    assert step.command == "python run_pipeline.py"
+    assert "(`leasehold worker pipeline:registry`)" in README.read_text()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        pipeline = importlib.import_module("pipeline")
+        printed: list[str] = []
+        with TestCoordinator(pipeline.registry, inline=True) as inline:
+
+            def from_env(cls: type[SyncClient], /, **options: Any) -> SyncClient:
+                return inline.client
+
+            monkeypatch.setattr(SyncClient, "from_env", classmethod(from_env))
+            # The script's own prints (the worker's logs go to stdout too, in tests).
+            shown = {"print": lambda *args: printed.append(" ".join(map(str, args)))}
+            runpy.run_path(str(tmp_path / "run_pipeline.py"), shown, run_name="__main__")
+            crawled = inline.jobs("total-size")[-1]
+            assert crawled.spawned_by is not None and crawled.status == "completed"
+    finally:
+        sys.modules.pop("pipeline", None)
+    assert printed == step.output

@@ -131,7 +131,7 @@ class WorkerCalls(CallsCore):
         ``invalid_graph``) and adds none of them (DESIGN.md §22).
         """
         with tracing.producing(_kind_of(jobs), len(jobs)) as span:
-            body = {"jobs": [j.body() for j in jobs]}
+            body = {"jobs": [j.body() for j in _check_size(jobs)]}
             data = yield from self.call("POST", "/jobs/batch", body)
             enqueued = parse_enqueued(data, len(jobs))
             tracing.sent(span, [item.job.id for item in enqueued])
