@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from leasehold import JobStatus, SyncClient, current_job
+from leasehold import Client, JobStatus, SyncClient, current_context, current_job
 from leasehold.client import NewJob
 from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.tasks import Workflow, group, task
@@ -77,6 +77,16 @@ def crawl_sync(urls: list[str]) -> int:
     """The same from a plain handler, with a key of its own."""
     flow = group(fetch.step(url) for url in urls).then(total.step("synced"))
     return len(flow.spawn_sync(key="pages"))
+
+
+@registry.register
+@task(kind="wf-cancelled-spawn")
+async def cancelled_spawn() -> int:
+    """Cancels its own job, then spawns: refused (409), the handler is stopped."""
+    client: Client = current_context().state["client"]
+    await client.cancel(current_job().id)
+    await fetch.step("https://never.example").spawn()
+    return 1
 
 
 @registry.handler("wf-echo")
@@ -148,6 +158,21 @@ def test_a_plain_handler_spawns_with_a_key_of_its_own(tc: TestCoordinator) -> No
         ("pages.0", 17),
         ("pages.1", "synced: [17]"),
     ]
+
+
+def test_a_spawn_refused_for_a_cancelled_job_spawns_nothing_and_stops_it(
+    tc: TestCoordinator,
+) -> None:
+    """The 409 loses the lease as a refused renewal does: the handler is stopped, the job
+    handed back ends cancelled, and no child was made."""
+    tc.context.state["client"] = tc.async_client
+    handle = cancelled_spawn.enqueue(tc.client)
+    (run,) = tc.drain().runs
+    assert (run.id, run.status) == (handle.id, JobStatus.CANCELLED)
+    assert [j for j in tc.jobs() if j.spawned_by == handle.id] == []
+    assert tc.jobs(fetch, status="waiting") == [] and not tc.enqueued(
+        fetch, "https://never.example"
+    )
 
 
 def test_results_a_lease_left_out_are_fetched_before_the_handler_runs() -> None:
