@@ -1,6 +1,6 @@
-"""``leasehold certify-worker``: the Python worker, the JavaScript reference worker (which
-claims workflows), and both on one queue pass the certification run; a worker that ignores
-cancellations, drops its jobs' parents and keeps leases at its stop fails it."""
+"""``leasehold certify-worker``: the Python worker and the JavaScript reference worker (both
+claiming workflows), and both on one queue, pass the certification run; a worker that
+ignores cancellations, drops its jobs' parents and keeps leases at its stop fails it."""
 
 from __future__ import annotations
 
@@ -39,8 +39,12 @@ def assert_certified(run: subprocess.CompletedProcess[str], checks: int = 8) -> 
 
 
 def test_the_python_worker_is_certified() -> None:
-    """Kills, a pause past the lease and a cancellation: every invariant holds."""
-    assert_certified(certify("--", *PYTHON_WORKER))
+    """Kills, a pause past the lease and a cancellation: every invariant holds, and those
+    of workflows: its handlers get their parents' results, and a job killed between its
+    spawns spawns every child once."""
+    run = certify("--workflows", "--", *PYTHON_WORKER)
+    assert_certified(run, checks=10)
+    assert "SIGKILL cert-1 mid-spawn" in run.stdout
 
 
 @needs_node
@@ -55,8 +59,10 @@ def test_the_javascript_worker_is_certified() -> None:
 
 @needs_node
 def test_a_mixed_run_of_both_workers_is_certified() -> None:
-    """Both workers on one queue, the faults hitting either."""
-    assert_certified(certify("--with", " ".join(JS_WORKER), "--", *PYTHON_WORKER))
+    """Both workers on one queue, the faults hitting either, a job spawned by one worker
+    joined by the other."""
+    run = certify("--workflows", "--with", " ".join(JS_WORKER), "--", *PYTHON_WORKER)
+    assert_certified(run, checks=10)
 
 
 @needs_node

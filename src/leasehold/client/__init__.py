@@ -24,6 +24,11 @@ enqueue always carries an idempotency key (see ``Client.enqueue``).
 An enqueue of a job that no live worker serves (its kind misspelt, or no worker started)
 succeeds and warns (``UnservedWarning``), when the coordinator says so.
 
+Workflows (DESIGN.md §22): jobs enqueued together may depend on each other by ``ref``
+(``NewJob(..., ref=, after=)``, ``enqueue_graph``), a running job spawns children under
+its lease's token (``spawn``), and a lease of a job with parents carries their results
+(``Job.parents``).
+
 Batches (``enqueue_many``, ``lease(..., max_jobs=N)``, ``renew_many``, ``complete_many``,
 ``fail_many``) send up to 1,000 items in one request; reports are answered item by item
 (``ItemResult``), so one stale token never fails the others.
@@ -48,8 +53,15 @@ if TYPE_CHECKING:
         RenewItem,
     )
     from leasehold.client._client import Client
-    from leasehold.client._new_job import MAX_BATCH, NewJob
-    from leasehold.client._parse import DEFAULT_URL, JobPage, Lease, error_from_answer, parse_job
+    from leasehold.client._new_job import MAX_BATCH, NewJob, ParentRef
+    from leasehold.client._parse import (
+        DEFAULT_URL,
+        Enqueued,
+        JobPage,
+        Lease,
+        error_from_answer,
+        parse_job,
+    )
     from leasehold.client._retry import NO_RETRY, RetryPolicy
     from leasehold.client._sync import SyncClient
     from leasehold.client._unserved import UnservedWarning
@@ -60,6 +72,7 @@ __all__ = [
     "NO_RETRY",
     "Client",
     "CompleteItem",
+    "Enqueued",
     "FailItem",
     "ItemOutcome",
     "ItemResult",
@@ -67,6 +80,7 @@ __all__ = [
     "JobPage",
     "Lease",
     "NewJob",
+    "ParentRef",
     "RenewItem",
     "RetryPolicy",
     "SyncClient",
@@ -85,7 +99,9 @@ _HOMES: dict[str, str] = {
     "Client": "leasehold.client._client",
     "MAX_BATCH": "leasehold.client._new_job",
     "NewJob": "leasehold.client._new_job",
+    "ParentRef": "leasehold.client._new_job",
     "DEFAULT_URL": "leasehold.client._parse",
+    "Enqueued": "leasehold.client._parse",
     "JobPage": "leasehold.client._parse",
     "Lease": "leasehold.client._parse",
     "error_from_answer": "leasehold.client._parse",

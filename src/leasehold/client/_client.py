@@ -94,12 +94,14 @@ class Client(Front):
 
     enqueue = _awaited(Calls.enqueue)
     enqueue_many = _awaited(Calls.enqueue_many)
+    enqueue_graph = _awaited(Calls.enqueue_graph)
 
     lease = _awaited(Calls.lease)
     renew = _awaited(Calls.renew)
     complete = _awaited(Calls.complete)
     fail = _awaited(Calls.fail)
     release = _awaited(Calls.release)
+    spawn = _awaited(Calls.spawn)
     renew_many = _awaited(Calls.renew_many)
     complete_many = _awaited(Calls.complete_many)
     fail_many = _awaited(Calls.fail_many)

@@ -37,7 +37,7 @@ from leasehold.errors import (
     UnsupportedMediaType,
 )
 from leasehold.job_fields import Wire
-from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus
+from leasehold.model import Attempt, AttemptOutcome, Job, JobStatus, OnFailure, Parent
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -134,6 +134,21 @@ class Lease:
 
 
 @dataclass(frozen=True, slots=True)
+class Enqueued:
+    """One job of a batch enqueue or a spawn, as the coordinator answered it.
+
+    ``created`` is false when the request found the job there already: its idempotency key
+    was used before by the same request, or (a spawn) the job spawned that key before.
+    ``duplicate``: a unique job was there already and this is it (DESIGN.md §23);
+    ``replaced``: that job took this item's payload and run_after."""
+
+    job: Job
+    created: bool
+    duplicate: bool = False
+    replaced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class JobPage:
     """One page of ``Client.list``; pass ``next_cursor`` back for the next one."""
 
@@ -204,16 +219,54 @@ def parse_leases(data: Any, max_jobs: int) -> list[Lease]:
 
 def parse_lease(data: Any) -> Lease:
     """One lease (``{"job", "token", ...}``): a job leased under an issued token, with its
-    lease's start and end, or ``LeaseholdError``."""
+    lease's start and end and, for a job with parents, the parents' statuses and results
+    (``Job.parents``), or ``LeaseholdError``."""
     try:
         job, token = parse_job(data["job"]), data["token"]
-    except (KeyError, TypeError) as exc:
+        parents = data.get("parents")
+        if parents is not None:
+            job = job.replace(parents=tuple(_parse_parent(p) for p in parents))
+    except (KeyError, TypeError, ValueError) as exc:
         raise LeaseholdError(f"the coordinator's answer is not a lease: {exc!r}") from exc
     if type(token) is not int or token <= 0:  # a JSON integer; bool is an int to Python
         raise LeaseholdError(f"the coordinator's lease of job {job.id} has no valid token")
     if job.leased_at is None or job.lease_expires_at is None:
         raise LeaseholdError(f"the coordinator's lease of job {job.id} has no lease times")
     return Lease(job, token)
+
+
+def _parse_parent(data: Any) -> Parent:
+    # A deleted parent has kind and status null; its result is the parsed JSON it stored.
+    kind, status = data["kind"], data["status"]
+    return Parent(
+        id=int(data["id"]),
+        kind=None if kind is None else str(kind),
+        status=None if status is None else JobStatus(status),
+        result=data.get("result"),
+        result_omitted=bool(data.get("result_omitted", False)),
+        spawn_key=data.get("spawn_key"),
+        on_failure=OnFailure(data.get("on_failure", OnFailure.CANCEL)),
+    )
+
+
+def parse_enqueued(data: Any, sent: int) -> list[Enqueued]:
+    """A batch enqueue's or a spawn's answer (``{"jobs": [{job, created, duplicate,
+    replaced}]}``): one item per job sent, in order, or ``LeaseholdError``."""
+    try:
+        answered = [
+            Enqueued(
+                parse_job(item["job"]),
+                bool(item.get("created", True)),
+                bool(item.get("duplicate", False)),
+                bool(item.get("replaced", False)),
+            )
+            for item in data["jobs"]
+        ]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise LeaseholdError(f"the coordinator's answer is not an enqueue's: {exc!r}") from exc
+    if len(answered) != sent:
+        raise LeaseholdError(f"the coordinator answered {len(answered)} jobs of {sent}")
+    return answered
 
 
 def parse_attempt(job_id: int, data: Any) -> Attempt:

@@ -114,12 +114,14 @@ class SyncClient(Front):
 
     enqueue = _blocking(Calls.enqueue)
     enqueue_many = _blocking(Calls.enqueue_many)
+    enqueue_graph = _blocking(Calls.enqueue_graph)
 
     lease = _blocking(Calls.lease)
     renew = _blocking(Calls.renew)
     complete = _blocking(Calls.complete)
     fail = _blocking(Calls.fail)
     release = _blocking(Calls.release)
+    spawn = _blocking(Calls.spawn)
     renew_many = _blocking(Calls.renew_many)
     complete_many = _blocking(Calls.complete_many)
     fail_many = _blocking(Calls.fail_many)

@@ -19,11 +19,11 @@ from leasehold.client._batch_items import (
 from leasehold.client._exchange import Flow, Request, Shared, exchange
 from leasehold.client._new_job import MAX_BATCH, NewJob
 from leasehold.client._parse import (
+    Enqueued,
     Lease,
     drop_none,
     encode,
-    field,
-    listed,
+    parse_enqueued,
     parse_job,
     parse_lease,
     parse_leases,
@@ -116,13 +116,47 @@ class WorkerCalls(CallsCore):
         All or nothing: if any key was used before with a different request, the call
         raises ``IdempotencyConflict`` and adds none of them. Keys are made up for jobs
         without one, as ``enqueue`` does, so a retried batch never adds a job twice.
+        The jobs may depend on each other by ``ref`` (see ``enqueue_graph``).
         """
-        kinds = {j.kind for j in jobs}
-        with tracing.producing(kinds.pop() if len(kinds) == 1 else "batch", len(jobs)) as span:
-            body = {"jobs": [j.body() for j in jobs]}
+        return [item.job for item in (yield from self.enqueue_graph(jobs))]
+
+    def enqueue_graph(self, jobs: Sequence[NewJob]) -> Flow[list[Enqueued]]:
+        """Add up to 1,000 jobs that may depend on each other, in one request and one
+        transaction, as ``enqueue_many`` does; each answered with whether this request
+        created it (``Enqueued``: ``created``, ``duplicate``, ``replaced``).
+
+        A job names another of the same request by its ``ref`` (``NewJob(..., ref="a")``,
+        then ``after=("a",)``); the coordinator inserts parents first and answers in the
+        order given. A cycle, or a ref no job has, is ``InvalidRequest`` (422
+        ``invalid_graph``) and adds none of them (DESIGN.md §22).
+        """
+        with tracing.producing(_kind_of(jobs), len(jobs)) as span:
+            body = {"jobs": [j.body() for j in _check_size(jobs)]}
             data = yield from self.call("POST", "/jobs/batch", body)
-            enqueued = [parse_job(field(item, "job")) for item in listed(data, "jobs")]
-            tracing.sent(span, [j.id for j in enqueued])
+            enqueued = parse_enqueued(data, len(jobs))
+            tracing.sent(span, [item.job.id for item in enqueued])
+        return enqueued
+
+    def spawn(self, job_id: int, token: int, children: Sequence[NewJob]) -> Flow[list[Enqueued]]:
+        """Enqueue up to 1,000 children of running job ``job_id`` under its lease ``token``
+        (``POST /jobs/{id}/children``), in one transaction; each answered as
+        ``enqueue_graph`` answers.
+
+        Each child's ``ref`` is its key under the job: spawning a key again (this lease
+        retrying, or the job leased again after a crash) answers the child made the first
+        time (``created`` false) and makes no other, whatever the rest of the item says.
+        Children depend on each other by their keys (``after``), and on any job by id, so a
+        continuation is one more child that depends on the others; it runs when they are
+        done, even if the spawning job has completed by then. A token that is not the
+        job's current lease's is ``StaleToken``, a lease that reported ``NotRunning``, a
+        cancelled job ``JobCancelled`` (409): each spawns nothing.
+        """
+        items = [child.child_body() for child in _check_size(children)]
+        with tracing.producing(_kind_of(children), len(items)) as span:
+            body = {"token": token, "jobs": items}
+            data = yield from self.call("POST", f"/jobs/{job_id}/children", body)
+            enqueued = parse_enqueued(data, len(items))
+            tracing.sent(span, [item.job.id for item in enqueued])
         return enqueued
 
     @overload
@@ -269,6 +303,12 @@ class WorkerCalls(CallsCore):
         """Tell the coordinator this worker is alive (``POST /workers/heartbeat``)."""
         data: dict[str, Any] = yield from self.call("POST", "/workers/heartbeat", beat)
         return data
+
+
+def _kind_of(jobs: Sequence[NewJob]) -> str:
+    # The producer span's name: the kind, when the request carries one.
+    kinds = {j.kind for j in jobs}
+    return kinds.pop() if len(kinds) == 1 else "batch"
 
 
 def _check_size(items: Sequence[Any]) -> Sequence[Any]:

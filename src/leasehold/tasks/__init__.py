@@ -23,6 +23,12 @@ payload into the same types before the function runs; a payload that does not fi
 the job for good (``PermanentFailure``), since running it again cannot fix it. The job is
 an ordinary job of that kind: other languages enqueue it with the same JSON payload, the
 parameters by name (or, for a function of one Pydantic model, that model's JSON).
+
+Workflows (``leasehold.tasks.workflows``): ``task.step(...)`` is a job not enqueued yet, with
+its arguments checked the same way; ``a.then(b)`` chains steps, ``group(steps)`` runs them
+side by side and ``group(steps).then(c)`` fans them in; ``.enqueue(client)`` sends the whole
+graph in one request and answers a handle on its last step. A step's handler reads its
+parents' results with ``a.results()`` / ``a.result()``, typed by ``a``'s return type.
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from leasehold.client import Client, NewJob, SyncClient
-from leasehold.model import JSON, Job
+from leasehold.model import JSON, Job, JobStatus
 from leasehold.tasks.handles import AsyncHandle, Handle
 from leasehold.tasks.payload import PayloadError, PayloadSchema, result_adapter
+from leasehold.tasks.workflows import Group, Workflow, group
+from leasehold.worker.context import current_job
 from leasehold.worker.errors import PermanentFailure
 from leasehold.worker.job import LeasedJob
 from leasehold.worker.retries import (
@@ -54,7 +62,17 @@ from leasehold.worker.threads import in_daemon_thread
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Task", "TaskOptions", "TaskTimeout", "exponential", "fixed", "task"]
+__all__ = [
+    "Group",
+    "Task",
+    "TaskOptions",
+    "TaskTimeout",
+    "Workflow",
+    "exponential",
+    "fixed",
+    "group",
+    "task",
+]
 
 # The drivers whose connections a task enqueues through in their transaction.
 _DATABASE_DRIVERS = frozenset({"asyncpg", "psycopg"})
@@ -151,6 +169,12 @@ class Task(Generic[P, R]):
         """The job a call with these arguments enqueues, for ``client.enqueue_many``."""
         return self._new(args, kwargs)
 
+    def step(self, *args: P.args, **kwargs: P.kwargs) -> Workflow[R]:
+        """A job of this task with these arguments (checked as ``enqueue`` checks them),
+        not enqueued yet: a step of a workflow (``a.then(b)``, ``group(steps)``;
+        ``leasehold.tasks.workflows``)."""
+        return Workflow(self._new(args, kwargs), self.decode)
+
     def _new(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> NewJob:
         arguments = self.schema.bind(args, kwargs)
         payload = self.schema.dump(arguments)
@@ -211,6 +235,31 @@ class Task(Generic[P, R]):
         return value
 
     # -- consuming ----------------------------------------------------------------------
+
+    def results(self, job: LeasedJob | None = None) -> list[R]:
+        """In a handler: the results of the job's parents of this task's kind that
+        completed, as the function's return type, in id order (a group's, in the order
+        it gave its steps). ``job`` defaults to ``current_job()``. A parent that did not
+        complete (on an ``on_failure="run"`` edge) has none and is left out:
+        ``job.parents`` has every parent with its status."""
+        parents = (job or current_job()).parents
+        return [
+            self.decode(p.result)
+            for p in parents
+            if p.kind == self.kind and p.status is JobStatus.COMPLETED
+        ]
+
+    def result(self, job: LeasedJob | None = None) -> R:
+        """In a handler: the result of the job's one completed parent of this task's kind
+        (a chain's previous step), as ``results`` gives it; ``LookupError`` unless there
+        is exactly one."""
+        found = self.results(job)
+        if len(found) != 1:
+            job_id = (job or current_job()).id
+            raise LookupError(
+                f"job {job_id} has {len(found)} completed parents of kind {self.kind!r}, not one"
+            )
+        return found[0]
 
     async def handle(self, job: LeasedJob) -> JSON:
         """The worker's handler: the payload validated into the signature's types, then the

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from leasehold._lazy import exports
 
 if TYPE_CHECKING:
+    from leasehold.model import Parent
     from leasehold.worker.context import WorkerContext, current_context, current_job
     from leasehold.worker.errors import AppLoadError, PermanentFailure, Retry
     from leasehold.worker.job import LeasedJob
@@ -34,12 +35,14 @@ _HOMES: dict[str, str] = {
     "exponential": "leasehold.worker.retries",
     "fixed": "leasehold.worker.retries",
     "WorkerSettings": "leasehold.worker.settings",
+    "Parent": "leasehold.model",  # a job's parent as its lease shows it (LeasedJob.parents)
 }
 
 __all__ = [
     "AppLoadError",
     "Handler",
     "LeasedJob",
+    "Parent",
     "PermanentFailure",
     "Registry",
     "Retry",

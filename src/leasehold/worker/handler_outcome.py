@@ -97,6 +97,11 @@ async def execute(
         task.remove_done_callback(end)
         keeper.lost.remove_callback(end)
         forced.remove_callback(end)
+    if task.done() and not task.cancelled():
+        # Read here whatever comes of it: a handler that raised as its lease was lost (a
+        # spawn refused with 409, say) has its error dropped, and an error never read is
+        # logged with its traceback when the task is collected, at any later moment.
+        task.exception()
     timed_out = not task.done() and not keeper.lost.is_set() and not forced.is_set()
     if timed_out and timeout_seconds is not None:
         if not await cancel_and_wait(task, CANCEL_WAIT_SECONDS):

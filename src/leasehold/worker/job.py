@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from leasehold.client import Lease
-from leasehold.model import JSON
+from leasehold.client import Enqueued, Lease, NewJob, ParentRef
+from leasehold.model import JSON, Parent
+
+if TYPE_CHECKING:
+    from leasehold.worker.children import JobLink
 
 
 @dataclass(slots=True)
@@ -19,8 +25,10 @@ class LeasedJob:
     highest token it has seen can refuse a late write from the older run.
 
     ``attempt`` is 1 on the first lease and grows with each one. ``lease_expires_at`` is the
-    coordinator's expiry of the lease; the worker moves it on each renewal. Treat the
-    object as read-only.
+    coordinator's expiry of the lease; the worker moves it on each renewal. ``parents`` are
+    the jobs it depended on (DESIGN.md §22), in id order, with their statuses and results
+    as parsed JSON (the worker fetches any the lease left out for size). Treat the object
+    as read-only.
     """
 
     id: int
@@ -33,6 +41,10 @@ class LeasedJob:
     worker_id: str
     headers: dict[str, str] | None = None  # as the producer sent them (trace context)
     timeout_seconds: float | None = None  # the job's own time limit, if it carries one
+    parents: tuple[Parent, ...] = ()
+    spawns: int = 0  # the spawn calls this run has made
+    # The worker's way to the coordinator for this lease (spawns); None outside a worker.
+    _link: JobLink | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, lease: Lease, worker_id: str) -> LeasedJob:
@@ -49,4 +61,46 @@ class LeasedJob:
             worker_id=worker_id,
             headers=job.headers,
             timeout_seconds=job.timeout_seconds,
+            parents=job.parents or (),
         )
+
+    async def spawn(
+        self, children: Sequence[NewJob], *, then: NewJob | None = None
+    ) -> list[Enqueued]:
+        """Enqueue ``children`` of this job under its lease's token, in one request (DESIGN.md
+        §22); ``then``, if given, is one more job that depends on all of them (a
+        continuation). The answers are in that order.
+
+        Each child is keyed by its ``ref`` (a child without one by its place:
+        ``"{n}.{i}"``, its index ``i`` in the ``n``-th spawn call of this run, from 0), so
+        a job leased again after a crash that spawns the same keys gets the same children
+        back, none twice. Children may depend on each other by their keys (``after``). A
+        lease that is no longer this run's (a newer lease, the job cancelled) spawns
+        nothing: the error (``StaleToken``, ``JobCancelled``, ...) is raised and the
+        handler is stopped, as a refused renewal stops it. For ``async def`` handlers;
+        ``spawn_sync`` is the same for plain ones."""
+        return await self._linked().spawn(self, self._keyed(children, then))
+
+    def spawn_sync(
+        self, children: Sequence[NewJob], *, then: NewJob | None = None
+    ) -> list[Enqueued]:
+        """``spawn`` for a plain (``def``) handler, which runs on a thread of its own: the
+        same request, made on the worker's event loop while the thread waits for it."""
+        return self._linked().spawn_sync(self, self._keyed(children, then))
+
+    def _linked(self) -> JobLink:
+        if self._link is None:
+            raise RuntimeError(f"job {self.id} is not run by a worker: it cannot spawn")
+        return self._link
+
+    def _keyed(self, children: Sequence[NewJob], then: NewJob | None) -> list[NewJob]:
+        call, self.spawns = self.spawns, self.spawns + 1
+        keyed = [
+            child if child.ref is not None else dataclasses.replace(child, ref=f"{call}.{n}")
+            for n, child in enumerate(children)
+        ]
+        if then is not None:
+            ref = then.ref if then.ref is not None else f"{call}.{len(keyed)}"
+            after = (*(then.after or ()), *(ParentRef(c.ref or "") for c in keyed))
+            keyed.append(dataclasses.replace(then, ref=ref, after=after))
+        return keyed

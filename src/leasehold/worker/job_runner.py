@@ -19,6 +19,7 @@ from leasehold.errors import (
     PayloadTooLarge,
 )
 from leasehold.model import LEASE_WAIT_SHARE
+from leasehold.worker.children import JobLink, with_parents
 from leasehold.worker.context import enter_job
 from leasehold.worker.handler_outcome import Failed, Interrupted, Outcome, Succeeded, execute
 from leasehold.worker.job import LeasedJob
@@ -98,6 +99,9 @@ class JobRunner:
             await self.report(leased, Failed(error), leased.deadline)
             return
         keeper = LeaseKeeper(job, leased.seconds, leased.deadline)
+        job._link = link = JobLink(self.client, keeper)  # spawns, under this lease
+        if any(parent.result_omitted for parent in job.parents):
+            handler = with_parents(handler, link)
         log.info("job.started")
         started = time.monotonic()
         self.renewer.add(keeper)
