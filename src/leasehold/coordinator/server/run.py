@@ -119,7 +119,7 @@ def serve(
         print(f"{banner}\n!!! leasehold: OPEN ACCESS: {problem}\n{banner}", file=sys.stderr)
         log.warning("auth.open_on_network", host=settings.host, port=settings.port)
     open_files_limit = raise_open_files_limit()
-    limits = ConnectionLimits.of(settings)
+    limits = ConnectionLimits.of(settings, open_files_limit)
     config = uvicorn.Config(
         app,
         host=settings.host,
