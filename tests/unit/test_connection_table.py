@@ -9,14 +9,18 @@ from leasehold.coordinator.server.table import ConnectionTable, peer_of
 
 
 class Conn:
-    """A connection as the table sees it: it can be shed."""
+    """A connection as the table sees it: it can be shed, and its sending looked at."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.shed_count = 0
+        self.looked_at: list[float] = []
 
     def shed(self) -> None:
         self.shed_count += 1
+
+    def check_sending(self, now: float) -> None:
+        self.looked_at.append(now)
 
     def __repr__(self) -> str:
         return self.name
@@ -95,6 +99,14 @@ def test_heads_past_the_total_shed_the_oldest_head() -> None:
     assert table.head_bytes == 70
     assert not table.head_grew(c, 40)  # c alone is over: c goes
     assert c.shed_count == 1 and table.head_bytes == 0 and table.open == 1
+
+
+def test_a_sweep_looks_at_every_open_connection_once() -> None:
+    """The send timeout is looked at on each connection counted in, not on one shed."""
+    table = ConnectionTable(max_connections=2, max_per_peer=0, max_head_bytes=100)
+    a, b, c = opened(table, "p", "a", "b", "c")  # a is shed for c
+    table.sweep(7.0)
+    assert (a.looked_at, b.looked_at, c.looked_at) == ([], [7.0], [7.0])
 
 
 def test_peers_are_addresses_and_ipv6_slash_64s() -> None:

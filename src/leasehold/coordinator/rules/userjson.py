@@ -48,6 +48,14 @@ def json_problem(value: object) -> str | None:
     enough lists that orjson's own depth limit falls exactly past ``MAX_JSON_DEPTH``
     (``_DEPTH_PADDING``). What orjson would not encode at all is walked instead.
     """
+    kind = type(value)
+    if kind not in (dict, list):  # most results and many payloads: answered at once
+        if kind is str:
+            return NUL_MESSAGE if "\x00" in value else None  # type: ignore[operator]
+        if kind is int:
+            return None if MIN_INT <= value <= MAX_INT else INT_MESSAGE  # type: ignore[operator]
+        if value is None or kind in (bool, float):
+            return None
     try:
         text = orjson.dumps(value, option=_ONLY_JSON)
     except TypeError as exc:  # orjson.JSONEncodeError

@@ -21,8 +21,10 @@ adds, per connection:
   aborted (its unsent bytes dropped: a plain close would wait for them, and keep the
   socket, for ever). Without it, a client asking for a large answer and never reading held
   its socket and the answer's memory for good (nginx's ``send_timeout`` is the same rule).
-  Any unsent byte counts: the transport's high-water mark is 0, so the coordinator also
-  stops writing the next part of an answer until the client has taken the last.
+  The server looks at each connection's unsent bytes once a second (``check_sending``,
+  from ``ConnectionTable.sweep``). Watching each answer as it is written (the transport
+  paused at its first unsent byte) cost every request a turn of the event loop, since
+  uvloop sends what is written at the end of a turn.
 
 Across connections, the ``ConnectionTable`` (``table.py``) bounds how many are open, how
 many one peer holds and the bytes of heads still arriving, closing the longest-waiting
@@ -153,14 +155,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._began_in_chunk = False
         self._refusal: bytes | None = None
         self._request_timer: asyncio.TimerHandle | None = None
-        self._send_timer: asyncio.TimerHandle | None = None
         self._unsent = 0  # bytes of answer not taken by the client when last looked at
+        self._unsent_since: float | None = None  # since when that has not changed
 
     # Connection events
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        transport.set_write_buffer_limits(high=0)  # any unsent byte starts the send timer
         if not self.table.admit(self, peer_of(transport.get_extra_info("peername"))):
             transport.write(_NO_ROOM)
             transport.close()
@@ -169,7 +170,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        self._stop_send_timer()
         self.table.gone(self)
         super().connection_lost(exc)
 
@@ -181,15 +181,19 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         else:
             self.transport.close()
 
-    def pause_writing(self) -> None:
-        super().pause_writing()
-        if self._send_timer is None:
-            self._unsent = self.transport.get_write_buffer_size()
-            self._send_timer = self.loop.call_later(self.limits.send_timeout, self._on_send_timeout)
-
-    def resume_writing(self) -> None:
-        super().resume_writing()
-        self._stop_send_timer()
+    def check_sending(self, now: float) -> None:
+        """The send timeout, looked at ``now`` (the table's sweep calls it about once a
+        second): unsent bytes that have not changed for ``send_timeout`` abort the
+        connection. A change is the client taking some, or the answer growing, which it can
+        only do up to the transport's high-water mark before it waits for the client."""
+        unsent = self.transport.get_write_buffer_size()
+        if not unsent:
+            self._unsent_since = None
+        elif self._unsent_since is None or unsent != self._unsent:
+            self._unsent, self._unsent_since = unsent, now
+        elif now - self._unsent_since >= self.limits.send_timeout:
+            log.info("http.send_timeout", seconds=self.limits.send_timeout, unsent=unsent)
+            self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         if self.transport.is_closing():
@@ -289,23 +293,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._request_timer.cancel()
             self._request_timer = None
             self.table.serving(self)
-
-    def _stop_send_timer(self) -> None:
-        if self._send_timer is not None:
-            self._send_timer.cancel()
-            self._send_timer = None
-
-    def _on_send_timeout(self) -> None:
-        self._send_timer = None
-        unsent = self.transport.get_write_buffer_size()
-        if not unsent:
-            return
-        if unsent < self._unsent:  # the client took some: its time starts again
-            self._unsent = unsent
-            self._send_timer = self.loop.call_later(self.limits.send_timeout, self._on_send_timeout)
-            return
-        log.info("http.send_timeout", seconds=self.limits.send_timeout, unsent=unsent)
-        self.transport.abort()
 
     def _on_request_timeout(self) -> None:
         self._request_timer = None

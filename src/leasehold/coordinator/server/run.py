@@ -29,6 +29,7 @@ from fastapi import FastAPI
 from leasehold.coordinator.auth_tokens import is_loopback
 from leasehold.coordinator.server.connections import ConnectionLimits, guarded_protocol
 from leasehold.coordinator.server.resources import DescriptorWatch, raise_open_files_limit
+from leasehold.coordinator.server.table import ConnectionTable
 from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.coordinator.startup import EXIT_REFUSED, EXIT_STARTUP_FAILED, describe_database
 
@@ -56,11 +57,13 @@ class _Server(uvicorn.Server):
         settings: CoordinatorSettings,
         on_stop: Callable[[], None],
         watch: DescriptorWatch,
+        table: ConnectionTable,
     ) -> None:
         super().__init__(config)
         self._settings = settings
         self._on_stop = on_stop
         self._watch = watch
+        self._table = table
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -87,7 +90,9 @@ class _Server(uvicorn.Server):
 
     async def on_tick(self, counter: int) -> bool:
         if counter % 10 == 0:  # uvicorn ticks every 0.1 s
-            self._watch.check(time.monotonic())
+            now = time.monotonic()
+            self._watch.check(now)
+            self._table.sweep(now)
         return await super().on_tick(counter)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -120,11 +125,12 @@ def serve(
         log.warning("auth.open_on_network", host=settings.host, port=settings.port)
     open_files_limit = raise_open_files_limit()
     limits = ConnectionLimits.of(settings, open_files_limit)
+    protocol = guarded_protocol(limits)
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
-        http=guarded_protocol(limits),
+        http=protocol,
         ws="none",  # no route speaks WebSocket: an upgrade is just a request
         timeout_keep_alive=limits.keep_alive_timeout,
         access_log=False,
@@ -138,6 +144,7 @@ def serve(
         settings,
         on_stop=app.state.service.stop_waiting,
         watch=DescriptorWatch(open_files_limit),
+        table=protocol.table,
     )
     previous = {sig: signal.signal(sig, _exit_cleanly) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:

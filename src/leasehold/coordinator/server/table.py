@@ -38,6 +38,9 @@ class Connection(Hashable, Protocol):
     def shed(self) -> None:
         """Close at once, without an answer: the table needs the room."""
 
+    def check_sending(self, now: float) -> None:
+        """Close the connection if its client has taken none of its answer for too long."""
+
 
 def peer_of(peername: object) -> Hashable:
     """Whose a connection is: its IPv4 address, or its IPv6 address's /64 (an IPv4 address
@@ -144,6 +147,11 @@ class ConnectionTable:
             self.open -= 1
             if not state.open:
                 self._peers.pop(state.key, None)
+
+    def sweep(self, now: float) -> None:
+        """Look at what each connection has not sent yet (the send timeout)."""
+        for conn in list(self._peer_of):
+            conn.check_sending(now)
 
     def _shed_oldest(self, waiting: dict[Connection, None], reason: str) -> bool:
         if not waiting:
