@@ -299,8 +299,9 @@ class PgServer:
         path = urllib.parse.quote(database, safe="")
         return f"postgresql://{DB_SUPERUSER}@127.0.0.1:{self.port}/{path}"
 
-    def create_database(self, name: str) -> str:
-        """Create an empty database called ``name`` and return its DSN.
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """Create a database called ``name`` and return its DSN: empty, or a copy of the
+        database ``template`` (which nobody may be connected to).
 
         Synchronous, so that it works from plain pytest fixtures; from inside a
         running event loop it does its work in a helper thread.
@@ -315,7 +316,8 @@ class PgServer:
 
             conn = await asyncpg.connect(self.dsn)
             try:
-                await conn.execute(f"CREATE DATABASE {_quote_ident(name)}")
+                copied = f" TEMPLATE {_quote_ident(template)}" if template else ""
+                await conn.execute(f"CREATE DATABASE {_quote_ident(name)}{copied}")
             finally:
                 await conn.close()
 

@@ -5,7 +5,6 @@ descriptors is logged and recovered from (DESIGN.md §16, Limits)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import resource
 import socket
 import time
@@ -15,13 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.process import Coordinator, wait_until
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+from tests.sockets import connect, cpu_seconds, read_all, rss_kib
 
 
 @pytest.fixture(scope="module")
@@ -31,22 +24,6 @@ def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinato
     c = Coordinator(f"sqlite:///{folder / 'l.db'}", folder, args).start()
     yield c
     c.kill()
-
-
-def connect(c: Coordinator) -> socket.socket:
-    s = socket.create_connection(("127.0.0.1", c.port), timeout=5)
-    return s
-
-
-def read_all(s: socket.socket) -> bytes:
-    """Everything the coordinator sends until it closes (a reset ends it too)."""
-    chunks = []
-    try:
-        while chunk := s.recv(65536):
-            chunks.append(chunk)
-    except ConnectionResetError:
-        pass
-    return b"".join(chunks)
 
 
 def test_100_mb_of_headers_is_refused_early_without_memory(coordinator: Coordinator) -> None:
@@ -164,12 +141,14 @@ def _few_files() -> None:
 
 
 def test_silent_sockets_past_the_file_limit_do_not_lock_clients_out(tmp_path: Path) -> None:
-    """With 200 descriptors, 250 silent sockets exhaust them: the coordinator says so in its
-    log, closes them at the request timeout, and a new request is served again."""
+    """With 200 descriptors and room for more connections than that (``--max-connections``
+    above the limit; by default there is room for fewer, test_connection_room.py), 250
+    silent sockets exhaust them: the coordinator says so in its log, closes them at the
+    request timeout, and a new request is served again."""
     c = Coordinator(
         f"sqlite:///{tmp_path / 'f.db'}",
         tmp_path,
-        ["--request-timeout-seconds", "2"],
+        ["--request-timeout-seconds", "2", "--max-connections", "1000"],
         preexec=_few_files,
     ).start()
     silent: list[socket.socket] = []
@@ -198,11 +177,6 @@ def test_silent_sockets_past_the_file_limit_do_not_lock_clients_out(tmp_path: Pa
         c.kill()
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @pytest.mark.parametrize(
     ("path", "cpu_budget"),
     [("/jobs", 0.05), ("/lease", 0.05), ("/jobs/batch", 0.2)],
@@ -226,3 +200,41 @@ def test_a_1_mib_body_of_empty_lists_is_cheap_to_refuse(
     used = cpu_seconds(coordinator.proc.pid) - before
     assert answer.startswith((b"HTTP/1.1 413 ", b"HTTP/1.1 422 ")), answer[:100]
     assert used < cpu_budget, f"{used:.3f} s of CPU for one refused body"
+
+
+def post(c: Coordinator, path: str, body: bytes) -> bytes:
+    """``POST path`` with ``body`` as JSON, on a connection of its own: the whole answer."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    with connect(c) as s:
+        with contextlib.suppress(OSError):  # refused unread: the rest may not be taken
+            s.sendall(head + body)
+        return read_all(s)
+
+
+# Bodies under their route's cap whose user JSON is 190,000 and 333,000 empty lists: a
+# payload over its cap (413), a result over it (the item is rejected).
+WIDE_PAYLOAD = b'{"kind":"k","payload":[' + b"[]," * 190_000 + b"[]]}"  # 557 KiB
+WIDE_RESULT = b'{"items":[{"id":1,"token":1,"result":[' + b"[]," * 333_000 + b"[]]}]}"  # 976 KiB
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [("/jobs", WIDE_PAYLOAD, b"413"), ("/batch/complete", WIDE_RESULT, b"200")],
+    ids=["payload", "result"],
+)
+def test_wide_user_json_under_the_body_cap_is_cheap_to_refuse(
+    coordinator: Coordinator, path: str, body: bytes, status: bytes
+) -> None:
+    """Parsed and refused in a few tens of milliseconds of CPU, where they took 0.38 s and
+    0.49 s (issue 26, item 9): every check of user JSON is made in C."""
+    assert coordinator.proc is not None
+    before = cpu_seconds(coordinator.proc.pid)
+    answer = post(coordinator, path, body)
+    used = cpu_seconds(coordinator.proc.pid) - before
+    assert answer.startswith(b"HTTP/1.1 " + status), answer[:300]
+    if path == "/batch/complete":
+        assert b'"verdict":"rejected"' in answer or b'"verdict":"not_found"' in answer, answer
+    assert used < 0.15, f"{used:.3f} s of CPU for one refused body"

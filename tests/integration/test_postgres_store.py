@@ -69,13 +69,18 @@ def waker() -> tuple[asyncio.Event, Callable[[], None]]:
     return woken, woken.set
 
 
-async def test_stores_opened_together_migrate_once(open_store: StoreFactory) -> None:
-    """Concurrent starts wait for one migrator instead of failing on half-made tables."""
-    stores = await asyncio.gather(*(open_store() for _ in range(6)))
-    await stores[0].job_insert_many([new_job()])
-    assert (await stores[5].counts_by_status())[JobStatus.QUEUED] == 1
-    reopened = await open_store()
-    assert (await reopened.counts_by_status())[JobStatus.QUEUED] == 1
+async def test_stores_opened_together_migrate_once(empty_postgres_url: str) -> None:
+    """Concurrent starts on a database without the schema wait for one migrator instead
+    of failing on half-made tables."""
+    stores = [PostgresStore(empty_postgres_url) for _ in range(7)]
+    try:
+        await asyncio.gather(*(store.open() for store in stores[:6]))
+        await stores[0].job_insert_many([new_job()])
+        assert (await stores[5].counts_by_status())[JobStatus.QUEUED] == 1
+        await stores[6].open()  # reopened
+        assert (await stores[6].counts_by_status())[JobStatus.QUEUED] == 1
+    finally:
+        await asyncio.gather(*(store.close() for store in stores))
 
 
 async def test_one_key_sent_to_two_stores_at_once_creates_one_job(

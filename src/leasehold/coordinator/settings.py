@@ -26,11 +26,14 @@ from leasehold.model import (
 
 SqliteSynchronous = Literal["FULL", "NORMAL"]  # what `serve` offers (tests also use OFF)
 
-# The HTTP protocol's per-connection limits (DESIGN.md §16 says why these values).
+# The HTTP protocol's limits (DESIGN.md §16 says why these values).
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADERS = 100
 REQUEST_TIMEOUT_SECONDS = 10.0
 KEEP_ALIVE_TIMEOUT_SECONDS = 5
+SEND_TIMEOUT_SECONDS = 10.0
+MAX_CONNECTIONS_PER_PEER = 1024
+MAX_HEADER_BYTES_TOTAL = 16 * 1024 * 1024
 
 # Bounds that keep one request from holding the coordinator hostage; see DESIGN.md. Those
 # the client side knows as well (the longest lease and long poll) are in the model.
@@ -165,6 +168,33 @@ class CoordinatorSettings:
         min=1,
         max=600,
         help="An idle connection is closed after this long without a request.",
+    )
+    send_timeout_seconds: float = setting(
+        SEND_TIMEOUT_SECONDS,
+        min=0.1,
+        max=600,
+        help="A client must take some of an answer sent to it within this time, or the"
+        " connection is closed.",
+    )
+    # Across connections, enforced by the HTTP protocol's table (coordinator/server/table.py):
+    # the longest-waiting connections are closed to make room.
+    max_connections: int = setting(
+        0,
+        min=0,
+        help="Connections open at once (0: the open-file limit less 128); past it, the"
+        " connections waiting longest for a request are closed.",
+    )
+    max_connections_per_peer: int = setting(
+        MAX_CONNECTIONS_PER_PEER,
+        min=0,
+        help="Connections one IPv4 address or IPv6 /64 may hold (0: no cap); behind a proxy"
+        " every client is the proxy.",
+    )
+    max_header_bytes_total: int = setting(
+        MAX_HEADER_BYTES_TOTAL,
+        min=1024,
+        help="Bytes of request heads still arriving, on all connections together; past it,"
+        " the oldest are closed.",
     )
     # Long polls waiting at once; past it a poll answers after one look (no jobs: 204).
     max_waiting_polls: int = setting(

@@ -9,10 +9,11 @@ endpoint runs, once each and in this order.
 4. A state-changing request must declare ``Content-Type: application/json`` (415).
 5. The body, on a route that takes one: read, refused if it holds an integer beyond 64
    bits (422: the parser would round it to a float without a word), parsed as strict JSON
-   (NaN and Infinity refused: 422 ``invalid_json``).
-6. The path, query and header parameters and the body validated, with the fields FastAPI
-   made from the endpoint's signature (the ones the OpenAPI schema shows): one 422 naming
-   every error, in that order.
+   (NaN and Infinity refused: 422 ``invalid_json``) and validated by its model, off the
+   event loop when it is large (``json_body``).
+6. The path, query and header parameters validated, with the fields FastAPI made from the
+   endpoint's signature (the ones the OpenAPI schema shows): one 422 naming every error
+   of these and of the body, in that order.
 7. The endpoint, called with the values; its ``Response`` is the answer.
 
 The request pipeline calls it (``api.dispatch``); FastAPI's routing does while FastAPI's
@@ -34,36 +35,23 @@ import copy
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-import orjson
 from fastapi import Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ValidationError
-from starlette.requests import ClientDisconnect
+from pydantic import BaseModel
 
 from leasehold.coordinator.api.auth import Allow, Guard
+from leasehold.coordinator.api.json_body import Decoded, decoded, missing, read_body
 from leasehold.coordinator.api.middleware.sameorigin import (
     check_content_type,
     check_host,
     check_same_origin,
 )
 from leasehold.coordinator.api.request_headers import headers_of
-from leasehold.coordinator.rules.userjson import INT_MESSAGE, has_long_integer
 
 Endpoint = Callable[..., Awaitable[Response]]
-
-_BODY: Final = ("body",)
-
-
-def _body_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    """The body model's errors, located under ``body`` as FastAPI locates them."""
-    return [{**e, "loc": (*_BODY, *e["loc"])} for e in exc.errors(include_url=False)]
-
-
-def _missing(loc: tuple[str, ...]) -> dict[str, Any]:
-    return {"type": "missing", "loc": loc, "msg": "Field required", "input": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +71,7 @@ class Param:
         info = self.field.field_info
         if given is None:
             if info.is_required():
-                errors.append(_missing(self.loc))
+                errors.append(missing(self.loc))
                 return
             default = copy.deepcopy(info.get_default(call_default_factory=True))
             if not info.validate_default:
@@ -146,8 +134,10 @@ class RouteHandler:
         if request.scope["query_string"]:
             self._refuse_unknown_query_parameters(request)
         check_content_type(request)
-        parsed = await self._parsed_body(request) if self.body is not None else None
-        values = self._values(request, parsed)
+        body = None
+        if self.body is not None:
+            body = await decoded(await read_body(request), self.body[1])
+        values = self._values(request, body)
         return await self.endpoint(**values)
 
     def _refuse_unknown_query_parameters(self, request: Request) -> None:
@@ -160,34 +150,10 @@ class RouteHandler:
                 ]
             )
 
-    @staticmethod
-    async def _parsed_body(request: Request) -> Any:
-        """The body as JSON (``_EMPTY`` for no body at all), or a 422."""
-        raw = await _body(request)
-        if not raw:
-            return _EMPTY
-        if has_long_integer(raw):
-            raise RequestValidationError(
-                [{"type": "int_out_of_range", "loc": _BODY, "msg": INT_MESSAGE}]
-            )
-        try:
-            return orjson.loads(raw)  # NaN and Infinity are not JSON to orjson
-        except orjson.JSONDecodeError as e:
-            raise RequestValidationError(
-                [
-                    {
-                        "type": "json_invalid",
-                        "loc": (*_BODY, e.pos),
-                        "msg": "JSON decode error",
-                        "input": {},
-                        "ctx": {"error": e.msg},
-                    }
-                ]
-            ) from e
-
-    def _values(self, request: Request, parsed: Any) -> dict[str, Any]:
+    def _values(self, request: Request, body: Decoded | None) -> dict[str, Any]:
         """The endpoint's arguments, or one 422 naming every invalid input (in FastAPI's
-        order: path, query, header, body)."""
+        order: path, query, header, body); ``body``: the body decoded (None: the route
+        takes none)."""
         values: dict[str, Any] = {}
         errors: list[Any] = []
         if self.path:
@@ -196,35 +162,16 @@ class RouteHandler:
             _read(self.query, request.query_params, values, errors)
         if self.header:
             _read(self.header, headers_of(request), values, errors)
-        if self.body is not None:
-            name, model = self.body
-            if parsed is _EMPTY:
-                errors.append(_missing(_BODY))
+        if self.body is not None and body is not None:
+            if isinstance(body, list):
+                errors += body
             else:
-                try:  # as FastAPI validates a body: the same errors for a non-object
-                    values[name] = model.model_validate(parsed, from_attributes=True)
-                except ValidationError as exc:
-                    errors += _body_errors(exc)
+                values[self.body[0]] = body
         if errors:
             raise RequestValidationError(errors)
         if self.request_name:
             values[self.request_name] = request
         return values
-
-
-async def _body(request: Request) -> bytes:
-    """The request's body, read from the connection; ``ClientDisconnect`` if the client
-    left first (answered as ``errors.CLIENT_GONE``). Starlette's ``Request.body`` reads
-    through an async generator, and cost a lone POST /jobs about 8 us more; the endpoint
-    is given the body parsed and never reads it again."""
-    chunks: list[bytes] = []
-    while True:
-        message = await request.receive()
-        if message["type"] != "http.request":
-            raise ClientDisconnect()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _read(
@@ -233,7 +180,3 @@ def _read(
     """Each of ``params`` read from ``given`` (the path's, the query's or the headers')."""
     for param in params:
         param.value(given.get(param.key), values, errors)
-
-
-# No body at all (FastAPI validates nothing then: the body is missing).
-_EMPTY: Final = object()

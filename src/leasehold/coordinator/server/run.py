@@ -49,6 +49,7 @@ from leasehold.coordinator.auth_tokens import (
 from leasehold.coordinator.server.connections import ConnectionLimits, guarded_protocol
 from leasehold.coordinator.server.listen import bind
 from leasehold.coordinator.server.resources import DescriptorWatch, raise_open_files_limit
+from leasehold.coordinator.server.table import ConnectionTable
 from leasehold.coordinator.settings import CoordinatorSettings
 from leasehold.coordinator.startup import (
     EXIT_REFUSED,
@@ -131,6 +132,7 @@ class _Server(uvicorn.Server):
         watch: DescriptorWatch,
         superseded: Callable[[], str | None],
         hangups: _Hangups,
+        table: ConnectionTable,
     ) -> None:
         super().__init__(config)
         self._settings = settings
@@ -139,6 +141,7 @@ class _Server(uvicorn.Server):
         self._superseded = superseded
         self._hangups = hangups
         self.superseded: str | None = None
+        self._table = table
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -168,7 +171,9 @@ class _Server(uvicorn.Server):
 
     async def on_tick(self, counter: int) -> bool:
         if counter % 10 == 0:  # uvicorn ticks every 0.1 s
-            self._watch.check(time.monotonic())
+            now = time.monotonic()
+            self._watch.check(now)
+            self._table.sweep(now)
         self.superseded = self._superseded()
         if self.superseded is not None:
             return True  # stop now: no more work under rules this release does not know
@@ -206,12 +211,13 @@ def serve(
         print(f"{banner}\n!!! leasehold: OPEN ACCESS: {problem}\n{banner}", file=sys.stderr)
         log.warning("auth.open_on_network", host=settings.host, port=settings.port)
     open_files_limit = raise_open_files_limit()
-    limits = ConnectionLimits.of(settings)
+    limits = ConnectionLimits.of(settings, open_files_limit)
+    protocol = guarded_protocol(limits)
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
-        http=guarded_protocol(limits),
+        http=protocol,
         ws="none",  # no route speaks WebSocket: an upgrade is just a request
         proxy_headers=False,  # see the module docstring
         timeout_keep_alive=limits.keep_alive_timeout,
@@ -229,6 +235,7 @@ def serve(
         watch=DescriptorWatch(open_files_limit),
         superseded=lambda: app.state.schema_watch.reason,
         hangups=hangups,
+        table=protocol.table,
     )
     try:
         sockets = bind(settings.host, settings.port)  # a port in use: exit 1, as --help says

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     JsonValue,
     PlainSerializer,
+    PlainValidator,
     StrictFloat,
     StrictInt,
 )
@@ -88,7 +89,6 @@ def _not_reserved(value: str) -> str:
 
 
 def _user_json(value: object) -> object:
-    # Before Pydantic's own walk, which fails on deep values with a message of its own.
     if problem := json_problem(value):
         raise ValueError(problem)
     return value
@@ -100,7 +100,10 @@ def _no_nul(value: str) -> str:
     return value
 
 
-UserJSON = Annotated[JsonValue, BeforeValidator(_user_json)]
+# Validated by ``json_problem`` alone, in C: the value is parsed JSON already, and Pydantic's
+# own walk of a JsonValue, in Python objects, cost 50 ms for a body of 190,000 empty lists.
+# The schema is still JsonValue's.
+UserJSON = Annotated[JsonValue, PlainValidator(_user_json, json_schema_input_type=JsonValue)]
 
 
 Kind = Annotated[str, Field(min_length=1, max_length=MAX_KIND_LENGTH), AfterValidator(_name)]
