@@ -140,6 +140,15 @@ def postgres_url(pg_server: PgServer, pg_template: str) -> Iterator[str]:
     yield from _fresh_database(pg_server, pg_template)
 
 
+@pytest.fixture(params=BACKENDS)
+def unmigrated_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database on each backend that no store has opened yet: no schema at all."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'leasehold.db'}"
+    else:
+        yield from _fresh_database(request.getfixturevalue("pg_server"), None)
+
+
 @pytest.fixture
 def empty_postgres_url(pg_server: PgServer) -> Iterator[str]:
     """A PostgreSQL database with nothing in it, not even the schema: for what happens

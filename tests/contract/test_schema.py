@@ -45,9 +45,17 @@ async def lease_one(store: Store) -> int:
 
 
 async def test_a_new_database_is_migrated_and_its_first_token_is_the_time_floor(
-    database_url: str, opened: tuple[Store, SchemaReport]
+    unmigrated_url: str,
 ) -> None:
-    store, report = opened
+    store = open_store(unmigrated_url)
+    report = await store.open()
+    try:
+        await _the_first_open(store, report, unmigrated_url)
+    finally:
+        await store.close()
+
+
+async def _the_first_open(store: Store, report: SchemaReport, database_url: str) -> None:
     known = migrations(dialect_of(database_url))
     assert report.applied == tuple(m.label for m in known)
     assert report.version == report.knows == known[-1].version

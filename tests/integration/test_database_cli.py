@@ -38,9 +38,9 @@ def test_a_missing_sqlite_database_is_looked_at_but_never_made(tmp_path: Path) -
     assert not (tmp_path / "nothing.db").exists()
 
 
-def test_up_applies_what_is_pending_and_status_shows_each_migration(database_url: str) -> None:
-    labels = [m.label for m in migrations(dialect_of(database_url))]
-    url = ["--database-url", database_url]
+def test_up_applies_what_is_pending_and_status_shows_each_migration(unmigrated_url: str) -> None:
+    labels = [m.label for m in migrations(dialect_of(unmigrated_url))]
+    url = ["--database-url", unmigrated_url]
     applied = leasehold("migrate", "up", *url)
     assert applied.exit_code == 0, applied.output
     assert applied.stdout.splitlines()[-1] == f"applied: {', '.join(labels)}"

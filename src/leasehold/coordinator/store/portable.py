@@ -305,9 +305,11 @@ class PortableTx(FlowStatements):
         where = sql.Where(self.dialect)
         where.add(self.dialect.any_of, self.dialect.as_list(list(parent_ids)), "job_deps.parent_id")
         rows = await self._all(
+            # CROSS JOIN: SQLite keeps the tables in this order, so it starts from the
+            # parents' edges (job_deps_parent), never from every waiting job (jobs_status).
             "SELECT job_deps.job_id, job_deps.parent_id, job_deps.on_failure FROM job_deps"
-            " JOIN jobs ON jobs.id = job_deps.job_id"
-            f" WHERE {where.sql()} AND jobs.status = 'waiting'"
+            " CROSS JOIN jobs"
+            f" WHERE {where.sql()} AND jobs.id = job_deps.job_id AND jobs.status = 'waiting'"
             " ORDER BY job_deps.job_id, job_deps.parent_id",
             *where.params,
         )

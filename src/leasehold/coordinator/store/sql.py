@@ -73,8 +73,9 @@ def dead(query: DeadFilter, dialect: Dialect) -> Where:
 
 
 NOT_NEEDED = (
-    "NOT EXISTS (SELECT 1 FROM job_deps JOIN jobs AS dependent ON dependent.id = job_deps.job_id"
-    " WHERE job_deps.parent_id = jobs.id"
+    # From the parent's edges to its dependents (CROSS JOIN: SQLite keeps this order).
+    "NOT EXISTS (SELECT 1 FROM job_deps CROSS JOIN jobs AS dependent"
+    " WHERE job_deps.parent_id = jobs.id AND dependent.id = job_deps.job_id"
     " AND dependent.status IN ('waiting', 'queued', 'running'))"
 )
 """A job no unfinished dependent needs (DESIGN.md §22)."""
