@@ -17,15 +17,14 @@ import pytest
 
 from tests.process import wait_until
 
-# A child: says it started, records each stop signal, exits 0 on the first unless told to
-# wait for two (as a worker forced by the second), or exits at once with EXIT.
+# A child: records each stop signal, exits 0 on the first unless told to wait for two (as
+# a worker forced by the second). It says it started once its handlers are in place; one
+# told to EXIT does so once every child has said so (a signal sent to a child still
+# starting ends it before it can record anything).
 CHILD = """
 import os, signal, sys, time
 out = open(os.environ["OUT"], "a", buffering=1)
 n = os.environ["N"]
-out.write(f"start {n} {os.getpid()}\\n")
-if os.environ.get("EXIT_" + n):
-    sys.exit(int(os.environ["EXIT_" + n]))
 seen = []
 def on(signum, frame):
     seen.append(signum)
@@ -34,6 +33,14 @@ def on(signum, frame):
         sys.exit(0)
 signal.signal(signal.SIGINT, on)
 signal.signal(signal.SIGTERM, on)
+out.write(f"start {n} {os.getpid()}\\n")
+if os.environ.get("EXIT_" + n):
+    def started():
+        with open(os.environ["OUT"]) as f:
+            return sum(line.startswith("start") for line in f)
+    while started() < int(os.environ["PROCESSES"]):
+        time.sleep(0.01)
+    sys.exit(int(os.environ["EXIT_" + n]))
 while True:
     time.sleep(0.05)
 """
