@@ -45,6 +45,7 @@ def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinato
             )
             with urllib.request.urlopen(request) as answer:
                 assert answer.status == 200
+        _IDLE[pid(c)] = sockets_held(pid(c))  # the listening socket and its own
         yield c
     finally:
         c.kill()
@@ -53,6 +54,16 @@ def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coordinato
 def pid(c: Coordinator) -> int:
     assert c.proc is not None
     return c.proc.pid
+
+
+_IDLE: dict[int, int] = {}
+
+
+def idle(c: Coordinator) -> int:
+    """The sockets ``c`` holds with no client connected, once the last test's are gone."""
+    held = _IDLE[pid(c)]
+    wait_until(lambda: sockets_held(pid(c)) <= held, timeout=10, what="the last test's sockets")
+    return held
 
 
 def closed_by_peer(s: socket.socket) -> bool:
@@ -70,7 +81,7 @@ def test_an_answer_never_read_is_dropped_after_the_send_timeout(coordinator: Coo
     """Three connections ask for a 4.5 MB page and never read: once the client has taken
     nothing for 1 s, each is aborted, its socket and unsent answer freed (they were held for
     good: 1,500 such held 3,004 descriptors and 256 MiB)."""
-    before = sockets_held(pid(coordinator))
+    before = idle(coordinator)
     readers = [connect(coordinator, receive_buffer=4096) for _ in range(3)]
     try:
         for s in readers:
@@ -109,7 +120,7 @@ def test_heads_left_unfinished_are_bounded_in_total(coordinator: Coordinator) ->
     """25 connections each leave 60 KB of headers unfinished: past 1 MiB in all, the oldest
     heads' connections are closed at once (each was kept until its request timeout: 4,000
     such took 270 MiB), and a normal request is served meanwhile."""
-    before = sockets_held(pid(coordinator))
+    before = idle(coordinator)
     head = b"GET /jobs HTTP/1.1\r\nHost: localhost\r\nX-Filler: " + b"a" * 60_000
     heads: list[socket.socket] = []
     try:
@@ -128,7 +139,7 @@ def test_heads_left_unfinished_are_bounded_in_total(coordinator: Coordinator) ->
 def test_one_peer_holds_at_most_its_cap(coordinator: Coordinator) -> None:
     """45 silent connections from one address: past 30, its oldest are closed at once (not
     at the request timeout), and a request from that address is still served."""
-    before = sockets_held(pid(coordinator))
+    before = idle(coordinator)
     silent = [connect(coordinator) for _ in range(45)]
     try:
         wait_until(lambda: sockets_held(pid(coordinator)) <= before + PER_PEER, timeout=3)
@@ -143,7 +154,7 @@ def test_one_peer_holds_at_most_its_cap(coordinator: Coordinator) -> None:
 def test_a_peer_whose_connections_are_all_busy_is_refused(coordinator: Coordinator) -> None:
     """With all 30 of its connections in long polls, a peer's next connection is answered
     503 ``too_many_connections`` with a Retry-After, and closed; the polls go on."""
-    before = sockets_held(pid(coordinator))
+    before = idle(coordinator)
     poll = b'{"worker_id":"w","kinds":["none"],"wait_seconds":1}'
     request = (
         b"POST /lease HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
@@ -153,7 +164,7 @@ def test_a_peer_whose_connections_are_all_busy_is_refused(coordinator: Coordinat
     try:
         for s in polls:
             s.sendall(request)
-        wait_until(lambda: sockets_held(pid(coordinator)) >= before + PER_PEER, timeout=3)
+        wait_until(lambda: sockets_held(pid(coordinator)) >= before + PER_PEER, timeout=10)
         answer = get(coordinator, "/health")
         assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
         assert b"retry-after: 1" in answer
